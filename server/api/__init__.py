@@ -1,0 +1,1 @@
+"""The HTTP surface: REST, WebSocket, webhooks. ``create_app(settings)`` builds it."""

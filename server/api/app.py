@@ -1,0 +1,119 @@
+"""``create_app(settings)``: the FastAPI app; its lifespan builds store, bus and runtime onto
+``app.state``. No module-level instances: two apps run in one process."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+from fastapi import Depends, FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+import server
+from server.api.auth import require_api_key
+from server.api.errors import error_response, install_error_handlers
+from server.api.rest import conversations, events, health, subagents
+from server.bus import open_bus
+from server.runtime import Runtime
+from server.settings import Settings
+from server.store import open_store
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """A taskwire server for ``settings`` (default: from the environment and TOML file)."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.workspace_path.mkdir(parents=True, exist_ok=True)
+        store = open_store(settings.resolved_database_url())
+        await store.open()
+        bus = open_bus(settings.redis_url)
+        await bus.start()
+        runtime = Runtime(settings, store, bus)
+        app.state.store, app.state.bus, app.state.runtime = store, bus, runtime
+        extensions = await _start_extensions(app)
+        try:
+            yield
+        finally:
+            for stop in reversed(extensions):
+                await stop()
+            await runtime.close()
+            await bus.close()
+            await store.close()
+
+    app = FastAPI(
+        title="taskwire",
+        version=server.__version__,
+        description="An agent server that streams what sub-agents do, live.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.include_router(health.router)
+    secured = [Depends(require_api_key)]
+    app.include_router(conversations.router, dependencies=secured)
+    app.include_router(events.router, dependencies=secured)
+    app.include_router(subagents.router, dependencies=secured)
+    _include_optional_routers(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    return app
+
+
+def _include_optional_routers(app: FastAPI) -> None:
+    # Parts built alongside the core; each registers its own routes and auth.
+    try:
+        from server.api import sockets
+    except ImportError:
+        return
+    app.include_router(sockets.router)
+
+
+async def _start_extensions(app: FastAPI) -> list:
+    """Start webhooks and the like; returns their stop functions."""
+    stops = []
+    try:
+        from server.api.webhooks import start_webhooks
+    except ImportError:
+        return stops
+    stop = await start_webhooks(app)
+    if stop is not None:
+        stops.append(stop)
+    return stops
+
+
+class BodyLimit:
+    """Refuses request bodies over ``max_bytes`` with 413 before they are read whole."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            response = error_response(413, f"request body over {self.max_bytes} bytes", "body_too_large")
+            await response(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited_receive() -> dict:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _TooLarge:
+            response = error_response(413, f"request body over {self.max_bytes} bytes", "body_too_large")
+            await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass

@@ -1,0 +1,32 @@
+"""Session API keys: one check shared by REST, WebSocket and SSE."""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import Request
+
+from server.errors import Unauthorized
+from server.settings import Settings
+
+HEADER = "X-Session-API-Key"
+
+
+def api_key_valid(settings: Settings, key: str | None) -> bool:
+    """True when no keys are configured, or ``key`` is one of them (compared in constant time)."""
+    if not settings.session_api_keys:
+        return True
+    if not key:
+        return False
+    return any(hmac.compare_digest(key.encode(), k.encode()) for k in settings.session_api_keys)
+
+
+async def require_api_key(request: Request) -> None:
+    """FastAPI dependency for every route but health: 401 without a valid key."""
+    settings: Settings = request.app.state.settings
+    key = request.headers.get(HEADER)
+    if key is None:
+        bearer = request.headers.get("Authorization", "")
+        key = bearer.removeprefix("Bearer ").strip() if bearer.startswith("Bearer ") else None
+    if not api_key_valid(settings, key):
+        raise Unauthorized(f"missing or invalid session API key (send it in the {HEADER} header)")

@@ -1,0 +1,43 @@
+"""The one place taskwire errors become HTTP responses: ``{"detail": ..., "code": ...}``."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from server.errors import TaskwireError
+
+log = logging.getLogger(__name__)
+
+
+def error_response(status: int, detail: str, code: str) -> JSONResponse:
+    return JSONResponse({"detail": detail, "code": code}, status_code=status)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(TaskwireError)
+    async def taskwire_error(request: Request, exc: TaskwireError) -> JSONResponse:
+        if exc.status_code >= 500:
+            log.error("%s %s: %s", request.method, request.url.path, exc.detail)
+        return error_response(exc.status_code, exc.detail, exc.code)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        return error_response(422, problems or "invalid request", "invalid_request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
+        return error_response(exc.status_code, str(exc.detail), codes.get(exc.status_code, "http_error"))
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(500, "internal server error; see the server log", "internal_error")

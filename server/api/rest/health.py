@@ -1,0 +1,51 @@
+"""Health and server info: the only routes without auth."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+import server
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/alive")
+async def alive() -> dict[str, str]:
+    """The process answers."""
+    return {"status": "ok"}
+
+
+@router.get("/health")
+async def health() -> dict[str, str]:
+    """The process answers (kept for OpenHands clients)."""
+    return {"status": "ok"}
+
+
+@router.get("/ready")
+async def ready(request: Request) -> JSONResponse:
+    """Ready to serve: the store answers and the bus can deliver. 503 otherwise, with the reason."""
+    state = request.app.state
+    checks = {"store": "ok", "bus": "ok" if getattr(state, "bus", None) and state.bus.healthy else "down"}
+    try:
+        await state.store.count_conversations()
+    except Exception as exc:  # any store failure means not ready
+        checks["store"] = f"down: {exc}"
+    ok = all(v == "ok" for v in checks.values())
+    return JSONResponse({"status": "ready" if ok else "not_ready", "checks": checks}, status_code=200 if ok else 503)
+
+
+@router.get("/server_info")
+async def server_info(request: Request) -> dict:
+    """Version and the public settings that shape what clients see."""
+    settings = request.app.state.settings
+    return {
+        "name": "taskwire",
+        "version": server.__version__,
+        "forward_subagent_events": settings.forward_subagent_events,
+        "auth_required": settings.auth_required,
+        "bus": "redis" if settings.redis_url else "memory",
+        "store": settings.resolved_database_url().split(":", 1)[0],
+        "llm_api": settings.llm_api,
+        "event_schema": 2,
+    }

@@ -1,0 +1,38 @@
+"""Sub-agents: the tree of a conversation, cancelling one, and the types available."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+
+from server.runtime import Runtime
+from server.runtime.agent_types import load_subagent_types
+
+router = APIRouter(tags=["sub-agents"])
+
+
+@router.get("/api/conversations/{conversation_id}/subagents")
+async def list_subagents(conversation_id: str, request: Request) -> list[dict[str, Any]]:
+    """Every sub-agent below the conversation, flat, parents before children."""
+    return await request.app.state.runtime.subagents(conversation_id)
+
+
+@router.post("/api/conversations/{conversation_id}/subagents/{subagent_id}/cancel", status_code=202)
+async def cancel_subagent(conversation_id: str, subagent_id: str, request: Request) -> dict[str, Any]:
+    """Cancel one running sub-agent (and those below it); its siblings and its parent go on, and
+    the parent's observation says it was cancelled."""
+    runtime: Runtime = request.app.state.runtime
+    await runtime.cancel_subagent(conversation_id, subagent_id)
+    return {"cancelled": subagent_id}
+
+
+@router.get("/api/sub-agents")
+async def list_subagent_types(
+    request: Request, workspace: str | None = Query(default=None, description="Include this project's types.")
+) -> list[dict[str, Any]]:
+    """Sub-agent types: built-in, plugin and (with ``workspace``) project ones, with their source."""
+    settings = request.app.state.settings
+    types = load_subagent_types(settings.plugin_dirs, Path(workspace) if workspace else None)
+    return [t.public() for t in sorted(types.values(), key=lambda t: t.name)]

@@ -1,0 +1,74 @@
+"""Request and response bodies of the REST API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from server.events import Usage
+from server.runtime.specs import AgentSpec, NativeAgentSpec, redact
+from server.store import ConversationRecord
+
+
+class CreateConversation(BaseModel):
+    """``POST /api/conversations``. Every field may be omitted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: AgentSpec = Field(default_factory=NativeAgentSpec)
+    workspace: str | None = None
+    """A folder for the agent; default a fresh one under ``OH_WORKSPACE_PATH``."""
+    initial_message: str | None = None
+    run: bool = True
+    """Start working on ``initial_message`` at once."""
+
+
+class SendMessage(BaseModel):
+    """``POST /api/conversations/{id}/events``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: str = Field(default="user", pattern="^user$")
+    content: str = Field(min_length=1)
+    run: bool = True
+
+
+class ConversationInfo(BaseModel):
+    """A conversation as the API shows it."""
+
+    id: str
+    status: str
+    created_at: datetime
+    updated_at: datetime
+    agent: dict[str, Any]
+    last_seq: int
+    workspace: str | None = None
+    title: str | None = None
+    usage: Usage
+    root_id: str
+    parent_id: str | None = None
+    parent_tool_use_id: str | None = None
+
+    @classmethod
+    def of(cls, record: ConversationRecord, last_seq: int) -> ConversationInfo:
+        return cls(
+            id=record.id,
+            status=record.status,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            agent=redact(record.agent),
+            last_seq=last_seq,
+            workspace=record.workspace,
+            title=record.title,
+            usage=record.usage,
+            root_id=record.root_id,
+            parent_id=record.parent_id,
+            parent_tool_use_id=record.parent_tool_use_id,
+        )
+
+
+class ConversationPage(BaseModel):
+    items: list[ConversationInfo]
+    next_page_id: str | None = None

@@ -1,0 +1,101 @@
+"""``taskwire demo``: start the signature scenario on a running server and watch it live.
+
+It is a client of the public API only: ``POST /api/conversations``, then the WebSocket. Every
+tool event becomes one row: ``tool_call_id``, status, ``parent_tool_use_id``, title. Sub-agent
+rows point at the ``task`` call that spawned them; main-agent rows have none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import websockets
+from rich.console import Console
+from rich.table import Table
+
+from server.runtime.agent_types import PROJECT_ROOT
+
+SCENARIOS = {
+    "two_subagents": "Run the demo: a command, then two sub-agents in parallel.",
+    "nested": "Run the nested demo: a sub-agent that delegates again.",
+    "hello": "Say hello with a command.",
+}
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    demo = commands.add_parser("demo", help="run the two-sub-agent demo on a server and print tool events live")
+    demo.add_argument("--url", default="http://127.0.0.1:8000", help="the server (default %(default)s)")
+    demo.add_argument("--api-key", help="a session API key, if the server has them")
+    demo.add_argument("--scenario", default="two_subagents", choices=sorted(SCENARIOS))
+    demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the run to end")
+    demo.set_defaults(handler=lambda args: asyncio.run(run_demo(args)))
+
+
+def tool_row(event: dict[str, Any]) -> tuple[str, str, str, str] | None:
+    """One row per tool event: (tool_call_id, status, parent_tool_use_id, title); None for others."""
+    kind = event.get("kind")
+    parent = event.get("parent_tool_use_id") or "-"
+    if kind == "ActionEvent":
+        args = event.get("arguments") or {}
+        title = args.get("command") or args.get("description") or args.get("path") or event["tool_name"]
+        return event["tool_call_id"], "in_progress", parent, f"{event['tool_name']}: {title}"
+    if kind == "ObservationEvent":
+        status = event.get("status") or ("failed" if event.get("is_error") else "completed")
+        first_line = (event.get("content") or "").strip().splitlines()
+        return event["tool_call_id"], status, parent, f"{event['tool_name']} -> {first_line[-1][:60] if first_line else ''}"
+    if kind == "ACPToolCallEvent":
+        return event["tool_call_id"], event.get("status") or "-", parent, event.get("title") or ""
+    return None
+
+
+def root_finished(event: dict[str, Any]) -> bool:
+    return (
+        event.get("kind") == "ConversationStateUpdateEvent"
+        and event.get("key") == "status"
+        and "subagent_id" not in event
+        and event.get("value") in ("finished", "error", "paused")
+    )
+
+
+async def run_demo(args: argparse.Namespace) -> int:
+    console = Console()
+    headers = {"X-Session-API-Key": args.api_key} if args.api_key else {}
+    script = str(PROJECT_ROOT / "config" / "demo" / f"{args.scenario}.yaml")
+    body = {
+        "agent": {"kind": "native", "llm": {"api": "scripted", "script": script}},
+        "initial_message": SCENARIOS[args.scenario],
+    }
+    async with httpx.AsyncClient(base_url=args.url, headers=headers, timeout=30) as client:
+        try:
+            info = await client.get("/server_info")
+            response = await client.post("/api/conversations", json=body)
+        except httpx.HTTPError as exc:
+            console.print(f"[red]cannot reach {args.url}:[/red] {exc}. Start the server first: make run")
+            return 1
+        if response.status_code != 201:
+            console.print(f"[red]the server refused the conversation ({response.status_code}):[/red] {response.text}")
+            return 1
+        conversation = response.json()
+        if not info.json().get("forward_subagent_events"):
+            console.print("[yellow]forwarding is off on this server (OH_FORWARD_SUBAGENT_EVENTS): sub-agent rows will not show[/yellow]")
+    console.print(f"conversation [bold]{conversation['id']}[/bold]")
+    table = Table("seq", "tool_call_id", "status", "parent_tool_use_id", "title", box=None, header_style="bold")
+    console.print(table)
+    ws_url = args.url.replace("http", "ws", 1) + f"/sockets/events/{conversation['id']}?resend_mode=all"
+    async with websockets.connect(ws_url, additional_headers=headers, max_size=None) as socket:
+        async with asyncio.timeout(args.timeout):
+            async for frame in socket:
+                event = json.loads(frame)
+                row = tool_row(event)
+                if row is not None:
+                    call_id, status, parent, title = row
+                    style = "cyan" if parent != "-" else ""
+                    console.print(f"{event.get('seq', ''):>4}  {call_id:<28} {status:<11} {parent:<28} {title}", style=style)
+                if root_finished(event):
+                    console.print(f"run ended: [bold]{event['value']}[/bold]")
+                    return 0 if event["value"] == "finished" else 1
+    return 1

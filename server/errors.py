@@ -1,0 +1,128 @@
+"""taskwire's exceptions, one tree.
+
+Our exception hierarchy::
+
+    TaskwireError
+    ├── NotFound                      404 / close 4004
+    │   ├── ConversationNotFound
+    │   ├── EventNotFound
+    │   └── SubagentNotFound
+    ├── Conflict                      409
+    │   └── ConversationRunning
+    ├── BadRequest                    400
+    │   └── InvalidPageId
+    ├── Unauthorized                  401 / close 4001
+    ├── Unavailable                   503
+    ├── BackendError                  becomes an AgentErrorEvent
+    │   ├── LLMError
+    │   ├── ACPError
+    │   └── ClaudeSDKError
+    └── ToolError                     becomes an ObservationEvent with is_error
+
+``server/api/errors.py`` alone turns these into HTTP responses ``{"detail", "code"}`` or
+WebSocket close frames.
+"""
+
+from __future__ import annotations
+
+
+class TaskwireError(Exception):
+    """Base of every error taskwire raises on purpose."""
+
+    status_code: int = 500
+    code: str = "internal_error"
+
+    def __init__(self, detail: str, *, code: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        if code is not None:
+            self.code = code
+
+
+class NotFound(TaskwireError):
+    status_code = 404
+    code = "not_found"
+
+
+class ConversationNotFound(NotFound):
+    code = "conversation_not_found"
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"conversation {conversation_id!r} not found")
+        self.conversation_id = conversation_id
+
+
+class EventNotFound(NotFound):
+    code = "event_not_found"
+
+    def __init__(self, event_id: str) -> None:
+        super().__init__(f"event {event_id!r} not found")
+
+
+class SubagentNotFound(NotFound):
+    code = "subagent_not_found"
+
+    def __init__(self, subagent_id: str) -> None:
+        super().__init__(f"sub-agent {subagent_id!r} not found in this conversation")
+
+
+class Conflict(TaskwireError):
+    status_code = 409
+    code = "conflict"
+
+
+class ConversationRunning(Conflict):
+    code = "conversation_running"
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"conversation {conversation_id!r} is already running")
+
+
+class BadRequest(TaskwireError):
+    status_code = 400
+    code = "bad_request"
+
+
+class InvalidPageId(BadRequest):
+    code = "invalid_page_id"
+
+    def __init__(self, page_id: str) -> None:
+        super().__init__(
+            f"page_id {page_id!r} is not one this server handed out for this query; "
+            "start again without page_id"
+        )
+
+
+class Unauthorized(TaskwireError):
+    status_code = 401
+    code = "unauthorized"
+
+
+class Unavailable(TaskwireError):
+    status_code = 503
+    code = "unavailable"
+
+
+class BackendError(TaskwireError):
+    """An agent backend failed; the conversation records an AgentErrorEvent."""
+
+    code = "backend_error"
+
+
+class LLMError(BackendError):
+    code = "llm_error"
+
+
+class ACPError(BackendError):
+    code = "acp_error"
+
+
+class ClaudeSDKError(BackendError):
+    code = "claude_sdk_error"
+
+
+class ToolError(TaskwireError):
+    """A tool failed in a way the model should see and may recover from."""
+
+    status_code = 400
+    code = "tool_error"

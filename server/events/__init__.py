@@ -1,0 +1,35 @@
+"""The wire format: every event taskwire stores, publishes or sends."""
+
+from server.events.models import (
+    ACPToolCallEvent,
+    ActionEvent,
+    AgentErrorEvent,
+    ConversationStateUpdateEvent,
+    Event,
+    MessageEvent,
+    ObservationEvent,
+    StreamingDeltaEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
+    Usage,
+    EVENT_KINDS,
+    parse_event,
+)
+from server.events.record import EventRecord
+
+__all__ = [
+    "ACPToolCallEvent",
+    "ActionEvent",
+    "AgentErrorEvent",
+    "ConversationStateUpdateEvent",
+    "Event",
+    "EventRecord",
+    "EVENT_KINDS",
+    "MessageEvent",
+    "ObservationEvent",
+    "StreamingDeltaEvent",
+    "SubagentFinishedEvent",
+    "SubagentStartedEvent",
+    "Usage",
+    "parse_event",
+]

@@ -1,0 +1,259 @@
+"""Event models: the wire format of DESIGN.md.
+
+Every event is a pydantic model serialized with ``exclude_none=True``; ``kind`` is the class
+name. Event kinds, their field names and meanings never change once shipped
+(``tests/test_contract.py`` pins them).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, TypeAdapter
+
+Source = Literal["agent", "user", "environment"]
+ToolCallStatus = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
+SubagentStatus = Literal["running", "completed", "error", "cancelled"]
+ConversationStatus = Literal["idle", "running", "paused", "finished", "error"]
+
+
+def _utc_z(value: datetime) -> str:
+    # ISO 8601 in UTC with a `Z`, microseconds kept so timestamps sort like `seq`.
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+Timestamp = Annotated[datetime, PlainSerializer(_utc_z, return_type=str)]
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(timezone.utc)
+
+
+def new_id() -> str:
+    """A fresh uuid4 string."""
+    return str(uuid.uuid4())
+
+
+class Usage(BaseModel):
+    """Token usage of one LLM call, a sub-agent or a whole conversation."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    input_tokens: int = 0
+    """Prompt tokens billed."""
+    output_tokens: int = 0
+    """Completion tokens billed."""
+    cache_read_tokens: int = 0
+    """Prompt tokens served from the provider's cache."""
+    llm_calls: int = 0
+    """How many LLM requests these figures add up."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            llm_calls=self.llm_calls + other.llm_calls,
+        )
+
+
+class Event(BaseModel):
+    """Base of every event; ``kind`` is filled with the class name."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="ignore")
+
+    ephemeral: ClassVar[bool] = False
+    """Ephemeral kinds are published live but never stored and carry no ``seq``."""
+
+    id: str = Field(default_factory=new_id)
+    """A uuid4 string."""
+    kind: str = ""
+    """The discriminator: the class name, e.g. ``ActionEvent``."""
+    timestamp: Timestamp = Field(default_factory=utc_now)
+    """When the event was made, UTC."""
+    source: Source = "agent"
+    """Who produced it: ``agent``, ``user`` or ``environment``."""
+    seq: int | None = None
+    """Position in the conversation tree's log, assigned on append; absent on ephemeral events."""
+    parent_tool_use_id: str | None = None
+    """Sub-agent events only: the ``tool_call_id`` of the call that spawned that sub-agent."""
+    subagent_id: str | None = None
+    """Sub-agent events only: the id of the sub-agent (its child conversation)."""
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.kind:
+            self.kind = type(self).__name__
+
+    def to_json(self) -> str:
+        """The wire form: JSON without ``None`` fields."""
+        return self.model_dump_json(exclude_none=True)
+
+
+class MessageEvent(Event):
+    """A message of the conversation: the user's, the agent's answer, or a system note."""
+
+    kind: Literal["MessageEvent"] = "MessageEvent"
+    role: Literal["user", "assistant", "system"] = "assistant"
+    """Who speaks."""
+    content: str = ""
+    """The text."""
+
+
+class ActionEvent(Event):
+    """The agent calls a tool."""
+
+    kind: Literal["ActionEvent"] = "ActionEvent"
+    tool_name: str
+    """The tool's name as the model called it."""
+    tool_call_id: str
+    """The id the LLM gave the call; observations and sub-agents point back to it."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """The call's arguments, a JSON object."""
+    thought: str | None = None
+    """Text the model wrote in the same response before its tool calls."""
+    llm_response_id: str | None = None
+    """Groups the calls of one LLM response, to rebuild the model's history."""
+
+
+class ObservationEvent(Event):
+    """The result of a tool call."""
+
+    kind: Literal["ObservationEvent"] = "ObservationEvent"
+    source: Source = "environment"
+    tool_name: str
+    """The tool that ran."""
+    tool_call_id: str
+    """The call this answers."""
+    content: str = ""
+    """The result as text, as the model sees it."""
+    is_error: bool = False
+    """True when the tool failed; the model sees the error text."""
+    status: ToolCallStatus | None = None
+    """``completed``, ``failed``, or ``cancelled`` for a call dropped before it ran."""
+
+
+class AgentErrorEvent(Event):
+    """The agent could not go on: an LLM, bridge or start-up failure."""
+
+    kind: Literal["AgentErrorEvent"] = "AgentErrorEvent"
+    source: Source = "environment"
+    error: str
+    """What went wrong, readable."""
+    code: str | None = None
+    """A stable machine-readable reason, e.g. ``llm_error``, ``incomplete_tool_call``."""
+    tool_call_id: str | None = None
+    """The tool call the error belongs to, if any."""
+
+
+class StreamingDeltaEvent(Event):
+    """A fragment of text as the model streams it. Ephemeral: never stored."""
+
+    ephemeral: ClassVar[bool] = True
+    kind: Literal["StreamingDeltaEvent"] = "StreamingDeltaEvent"
+    content: str = ""
+    """The fragment."""
+    channel: Literal["text", "thought"] = "text"
+    """Answer text or reasoning."""
+
+
+class ConversationStateUpdateEvent(Event):
+    """A change of conversation state (``key=status``), or the ``full_state`` first frame."""
+
+    kind: Literal["ConversationStateUpdateEvent"] = "ConversationStateUpdateEvent"
+    source: Source = "environment"
+    key: str
+    """``status``, ``usage``, ``full_state`` ..."""
+    value: Any = None
+    """The new value."""
+
+
+class SubagentStartedEvent(Event):
+    """A sub-agent started; first event of its own stream."""
+
+    kind: Literal["SubagentStartedEvent"] = "SubagentStartedEvent"
+    source: Source = "environment"
+    subagent_type: str = "general-purpose"
+    """The sub-agent type's name."""
+    description: str = ""
+    """The short description the spawning call gave."""
+    parent_subagent_id: str | None = None
+    """The sub-agent that spawned this one; omitted for a sub-agent of the root."""
+
+
+class SubagentFinishedEvent(Event):
+    """A sub-agent ended; last event of its own stream."""
+
+    kind: Literal["SubagentFinishedEvent"] = "SubagentFinishedEvent"
+    source: Source = "environment"
+    status: Literal["completed", "error", "cancelled"] = "completed"
+    """How it ended."""
+    result: str = ""
+    """Its final answer (or the error)."""
+    usage: Usage | None = None
+    """Tokens this sub-agent used (its own sub-agents not included)."""
+
+
+class ACPToolCallEvent(Event):
+    """A tool call reported by an external agent (ACP, Claude SDK). Last event per ``tool_call_id`` wins."""
+
+    kind: Literal["ACPToolCallEvent"] = "ACPToolCallEvent"
+    tool_call_id: str
+    """The peer's id for the call."""
+    title: str | None = None
+    """Human-readable title, e.g. ``echo hi`` or ``Task``."""
+    status: ToolCallStatus | None = None
+    """Tool-call status."""
+    tool_kind: str | None = None
+    """The peer's category: ``execute``, ``read``, ``edit``, ``think``, ``other`` ..."""
+    raw_input: Any = None
+    """The call's input as the peer sent it."""
+    raw_output: Any = None
+    """The call's output as the peer sent it."""
+    content: list[Any] | None = None
+    """Content blocks the peer attached (text, diffs, terminals)."""
+    is_error: bool | None = None
+    """True when the call failed."""
+
+
+AnyEvent = Annotated[
+    Union[
+        MessageEvent,
+        ActionEvent,
+        ObservationEvent,
+        AgentErrorEvent,
+        StreamingDeltaEvent,
+        ConversationStateUpdateEvent,
+        SubagentStartedEvent,
+        SubagentFinishedEvent,
+        ACPToolCallEvent,
+    ],
+    Field(discriminator="kind"),
+]
+
+EVENT_KINDS: dict[str, type[Event]] = {
+    cls.__name__: cls
+    for cls in (
+        MessageEvent,
+        ActionEvent,
+        ObservationEvent,
+        AgentErrorEvent,
+        StreamingDeltaEvent,
+        ConversationStateUpdateEvent,
+        SubagentStartedEvent,
+        SubagentFinishedEvent,
+        ACPToolCallEvent,
+    )
+}
+"""Every event kind by its bare name."""
+
+_adapter: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+
+
+def parse_event(data: str | bytes | dict[str, Any]) -> Event:
+    """Parse an event from its wire JSON (or a dict); raises ``pydantic.ValidationError``."""
+    if isinstance(data, dict):
+        return _adapter.validate_python(data)
+    return _adapter.validate_json(data)

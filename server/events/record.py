@@ -1,0 +1,35 @@
+"""EventRecord: an event as the store keeps it and the bus carries it.
+
+The JSON is made once, at append, and sent as it is to every client: replay and live
+delivery never re-serialize. The other fields route and filter without parsing the JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One serialized event with the metadata needed to route and filter it."""
+
+    root_id: str
+    """The conversation tree (its root conversation's id)."""
+    conversation_id: str
+    """The stream the event belongs to: the root's own, or a sub-agent's."""
+    seq: int | None
+    """Position in the tree's log; ``None`` for ephemeral events."""
+    id: str
+    kind: str
+    source: str
+    timestamp: str
+    subagent_id: str | None
+    parent_tool_use_id: str | None
+    json: str
+    """The exact wire JSON (``exclude_none``), ``seq`` included."""
+    prev_seq: int | None = None
+    """Bus only: the ``seq`` of the previous record published on this topic, to detect gaps."""
+
+    @property
+    def is_subagent_event(self) -> bool:
+        return self.conversation_id != self.root_id

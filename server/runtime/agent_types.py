@@ -1,0 +1,124 @@
+"""Sub-agent types: Markdown files with YAML front matter.
+
+Sources, lowest precedence first (a later source's type replaces an earlier one of the same
+name): built-ins in ``config/agents/``, bundled plugins in ``plugins/*/agents/``, plugin folders
+from ``OH_PLUGIN_DIRS``, then the project's ``<workspace>/.agents/agents/``.
+
+Front matter: ``name`` (default: the file's stem), ``description``, ``tools`` (a list or a
+comma-separated string; default all), ``model``, ``max_iterations``, and ``agent`` (a backend
+spec such as ``{kind: acp, command: ..., args: [...]}`` for a type that runs an external agent).
+The body is the system prompt.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+log = logging.getLogger(__name__)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+BUILTIN_DIR = PROJECT_ROOT / "config" / "agents"
+BUNDLED_PLUGINS_DIR = PROJECT_ROOT / "plugins"
+
+
+@dataclass(slots=True)
+class SubagentType:
+    """One kind of sub-agent."""
+
+    name: str
+    description: str
+    system_prompt: str
+    source: str
+    """``builtin``, ``plugin:<name>`` or ``project``."""
+    path: str
+    tools: list[str] | None = None
+    """Tool names it may use; ``None`` means all."""
+    model: str | None = None
+    max_iterations: int | None = None
+    agent: dict[str, Any] | None = None
+    """A backend spec (``kind: acp`` / ``claude_sdk``) for types that run an external agent."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def public(self) -> dict[str, Any]:
+        """What ``GET /api/sub-agents`` shows."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "tools": self.tools,
+            "model": self.model,
+            "backend": (self.agent or {}).get("kind", "native"),
+        }
+
+
+def parse_agent_file(path: Path, source: str) -> SubagentType:
+    """Read one Markdown agent definition; raises ``ValueError`` with the reason."""
+    text = path.read_text()
+    meta: dict[str, Any] = {}
+    body = text
+    if text.startswith("---"):
+        _, _, rest = text.partition("\n")
+        head, sep, body = rest.partition("\n---")
+        if not sep:
+            raise ValueError(f"{path}: front matter is not closed with ---")
+        body = body.partition("\n")[2]
+        meta = yaml.safe_load(head) or {}
+        if not isinstance(meta, dict):
+            raise ValueError(f"{path}: front matter must be a mapping")
+    tools = meta.get("tools")
+    if isinstance(tools, str):
+        tools = [t.strip() for t in tools.split(",") if t.strip()]
+    return SubagentType(
+        name=str(meta.get("name") or path.stem),
+        description=str(meta.get("description") or ""),
+        system_prompt=body.strip(),
+        source=source,
+        path=str(path),
+        tools=tools,
+        model=meta.get("model"),
+        max_iterations=meta.get("max_iterations"),
+        agent=meta.get("agent"),
+        extra={k: v for k, v in meta.items() if k not in {"name", "description", "tools", "model", "max_iterations", "agent"}},
+    )
+
+
+def _load_dir(folder: Path, source: str) -> Iterable[SubagentType]:
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.glob("*.md")):
+        try:
+            yield parse_agent_file(path, source)
+        except (ValueError, yaml.YAMLError) as exc:
+            # A broken definition must not take the others down; it is logged and skipped.
+            log.warning("skipping sub-agent definition %s: %s", path, exc)
+
+
+def _plugin_agents(plugins_dir: Path) -> Iterable[SubagentType]:
+    """Agents of every plugin under ``plugins_dir`` (or of ``plugins_dir`` itself if it is one)."""
+    candidates = [plugins_dir] if (plugins_dir / ".claude-plugin").is_dir() else sorted(plugins_dir.glob("*"))
+    for plugin in candidates:
+        manifest = plugin / ".claude-plugin" / "plugin.json"
+        if not manifest.is_file():
+            continue
+        yield from _load_dir(plugin / "agents", f"plugin:{plugin.name}")
+
+
+def load_subagent_types(plugin_dirs: Iterable[Path] = (), workspace: Path | None = None) -> dict[str, SubagentType]:
+    """Every available type by name, later sources overriding earlier ones."""
+    found: dict[str, SubagentType] = {}
+    sources: list[Iterable[SubagentType]] = [
+        _load_dir(BUILTIN_DIR, "builtin"),
+        _plugin_agents(BUNDLED_PLUGINS_DIR),
+        *(_plugin_agents(Path(d)) for d in plugin_dirs),
+    ]
+    if workspace is not None:
+        sources.append(_load_dir(workspace / ".agents" / "agents", "project"))
+    for source in sources:
+        for agent_type in source:
+            found[agent_type.name] = agent_type
+    return found

@@ -1,0 +1,69 @@
+"""Agent backends and the factory that builds one for a conversation's ``agent`` spec."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from server.errors import BackendError
+from server.events import parse_event
+from server.llm import make_llm
+from server.runtime.backends.base import AgentBackend, AgentHost
+from server.runtime.backends.native import NativeBackend
+from server.runtime.history import messages_from_events
+from server.runtime.specs import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS
+from server.runtime.tools import BUILTIN_TOOLS
+from server.store import EventQuery, Store
+
+if TYPE_CHECKING:
+    from server.runtime.conversation import ConversationHost
+    from server.runtime.task_manager import TaskManager
+
+__all__ = ["AgentBackend", "AgentHost", "build_backend"]
+
+
+async def build_backend(host: ConversationHost, store: Store, tasks: TaskManager) -> AgentBackend:
+    """The backend named by ``host.record.agent``, primed with what the conversation already holds."""
+    agent = host.record.agent
+    kind = agent.get("kind", "native")
+    if kind == "native":
+        return await _native(host, store, tasks)
+    if kind == "acp":
+        from server.runtime.backends.acp import ACPBackend
+
+        return ACPBackend.from_spec(agent, host)
+    if kind == "claude_sdk":
+        from server.runtime.backends.claude_sdk import ClaudeSDKBackend
+
+        return ClaudeSDKBackend.from_spec(agent, host)
+    raise BackendError(f"unknown agent kind {kind!r}", code="bad_agent")
+
+
+async def _native(host: ConversationHost, store: Store, tasks: TaskManager) -> NativeBackend:
+    agent = host.record.agent
+    llm_config = {k: v for k, v in (agent.get("llm") or {}).items() if v is not None}
+    llm = make_llm(llm_config, host.settings)
+    tool_names = agent.get("tools") or DEFAULT_TOOLS
+    # Resume from the stream: it already holds every user message delivered so far.
+    history = messages_from_events(await own_events(store, host))
+    host.take_user_messages()
+    return NativeBackend(
+        llm=llm,
+        model=llm_config.get("model") or host.settings.llm_model,
+        tools=[BUILTIN_TOOLS[name]() for name in tool_names if name in BUILTIN_TOOLS],
+        system_prompt=agent.get("system_prompt") or DEFAULT_SYSTEM_PROMPT,
+        max_iterations=agent.get("max_iterations") or 50,
+        tasks=tasks,
+        history=history,
+    )
+
+
+async def own_events(store: Store, host: ConversationHost) -> list:
+    """Every event of the conversation's own stream, in order."""
+    query = EventQuery(root_id=host.root_id, conversation_ids=[host.conversation_id])
+    events, page_id = [], None
+    while True:
+        page = await store.search(query, limit=100, page_id=page_id)
+        events.extend(parse_event(r.json) for r in page.items)
+        if page.next_page_id is None:
+            return events
+        page_id = page.next_page_id

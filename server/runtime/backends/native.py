@@ -1,0 +1,171 @@
+"""The native agent: an LLM loop with tools.
+
+Each iteration: ``take_user_messages`` → ``request_model`` → ``run_tool_calls`` (the calls of
+one response run in parallel) → until ``finish``, a final message, a pause, or
+``max_iterations``. The model's history holds only this conversation's own messages and tool
+results: sub-agents' events never enter it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from server.errors import BackendError, TaskwireError, ToolError
+from server.events import ActionEvent, MessageEvent, ObservationEvent, StreamingDeltaEvent
+from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall
+from server.runtime.backends.base import AgentHost
+from server.runtime.tools import Tool, ToolContext, ToolResult, parse_arguments, spec_of
+
+STOPPED_BEFORE_RUN = "The tool call was stopped before it ran."
+INTERRUPTED = "The tool call was interrupted before it returned a result."
+
+
+class NativeBackend:
+    """Drives one conversation with an LLM and tools. Implements ``AgentBackend``."""
+
+    def __init__(
+        self,
+        *,
+        llm: LLM,
+        model: str,
+        tools: list[Tool],
+        system_prompt: str,
+        max_iterations: int,
+        tasks: Any,
+        history: list[ChatMessage],
+    ) -> None:
+        self.llm = llm
+        self.model = model
+        self.tools = {tool.name: tool for tool in tools}
+        self.system_prompt = system_prompt
+        self.max_iterations = max_iterations
+        self.tasks = tasks
+        self.messages = history
+
+    async def run(self, host: AgentHost) -> str | None:
+        for _ in range(self.max_iterations):
+            self.take_user_messages(host)
+            if host.pause_requested:
+                return None
+            response = await self.request_model(host)
+            if not response.tool_calls:
+                await host.emit(MessageEvent(role="assistant", content=response.text))
+                self.messages.append(ChatMessage(role="assistant", content=response.text))
+                if getattr(host, "has_pending_messages", False):
+                    continue
+                return response.text
+            final = await self.run_tool_calls(host, response)
+            if final is not None:
+                return final
+        raise BackendError(
+            f"stopped after max_iterations={self.max_iterations} without finishing", code="max_iterations"
+        )
+
+    def take_user_messages(self, host: AgentHost) -> None:
+        for content in host.take_user_messages():
+            self.messages.append(ChatMessage(role="user", content=content))
+
+    async def request_model(self, host: AgentHost) -> LLMResponse:
+        request = LLMRequest(
+            model=self.model,
+            system=self.system_prompt,
+            messages=self.messages,
+            tools=[spec_of(tool) for tool in self.tools.values()],
+        )
+
+        async def on_delta(text: str) -> None:
+            await host.emit(StreamingDeltaEvent(content=text))
+
+        response = await self.llm.complete(request, on_delta)
+        await host.add_usage(response.usage)
+        return response
+
+    async def run_tool_calls(self, host: AgentHost, response: LLMResponse) -> str | None:
+        """Record every call, run them in parallel, feed the results back in call order.
+        Returns the final answer when one of them was ``finish``."""
+        calls = response.tool_calls
+        for n, call in enumerate(calls):
+            await host.emit(
+                ActionEvent(
+                    tool_name=call.name,
+                    tool_call_id=call.id,
+                    arguments=call.arguments,
+                    thought=response.text or None if n == 0 else None,
+                    llm_response_id=response.id,
+                )
+            )
+        self.messages.append(ChatMessage(role="assistant", content=response.text, tool_calls=calls))
+        started: set[str] = set()
+        results: dict[str, ToolResult] = {}
+        try:
+            await asyncio.gather(*(self._run_one(host, call, started, results) for call in calls))
+        except asyncio.CancelledError:
+            await self._close_unfinished(host, calls, started, results)
+            raise
+        finally:
+            for call in calls:
+                result = results.get(call.id) or ToolResult(INTERRUPTED, is_error=True)
+                self.messages.append(
+                    ChatMessage(
+                        role="tool", tool_call_id=call.id, name=call.name,
+                        content=result.content, is_error=result.is_error,
+                    )
+                )
+        finals = [results[c.id].content for c in calls if c.id in results and results[c.id].finish]
+        return finals[0] if finals else None
+
+    async def _run_one(
+        self, host: AgentHost, call: ToolCall, started: set[str], results: dict[str, ToolResult]
+    ) -> None:
+        started.add(call.id)
+        result = await self.call_tool(host, call)
+        results[call.id] = result
+        await host.emit(
+            ObservationEvent(
+                tool_name=call.name,
+                tool_call_id=call.id,
+                content=result.content,
+                is_error=result.is_error,
+                status="failed" if result.is_error else "completed",
+            )
+        )
+
+    async def call_tool(self, host: AgentHost, call: ToolCall) -> ToolResult:
+        """Run one tool; its mistakes become error results the model reads."""
+        tool = self.tools.get(call.name)
+        if tool is None:
+            known = ", ".join(self.tools)
+            return ToolResult(f"Unknown tool {call.name!r}. Available tools: {known}.", is_error=True)
+        try:
+            args = parse_arguments(tool, call.arguments)
+            return await tool.run(ToolContext(host=host, tool_call_id=call.id, tasks=self.tasks), args)  # type: ignore[arg-type]
+        except ToolError as exc:
+            return ToolResult(exc.detail, is_error=True)
+        except TaskwireError as exc:
+            return ToolResult(f"{call.name} failed: {exc.detail}", is_error=True)
+        except OSError as exc:
+            return ToolResult(f"{call.name} failed: {exc}", is_error=True)
+
+    async def _close_unfinished(
+        self, host: AgentHost, calls: list[ToolCall], started: set[str], results: dict[str, ToolResult]
+    ) -> None:
+        # One rule for every backend: dropped before it ran -> cancelled; ran without a result -> failed.
+        for call in calls:
+            if call.id in results:
+                continue
+            ran = call.id in started
+            content = INTERRUPTED if ran else STOPPED_BEFORE_RUN
+            results[call.id] = ToolResult(content, is_error=True)
+            await host.emit(
+                ObservationEvent(
+                    tool_name=call.name,
+                    tool_call_id=call.id,
+                    content=content,
+                    is_error=True,
+                    status="failed" if ran else "cancelled",
+                )
+            )
+
+    async def close(self) -> None:
+        await self.llm.aclose()

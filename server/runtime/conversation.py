@@ -1,0 +1,224 @@
+"""ConversationHost: one live conversation (a root or a sub-agent), as backends see it.
+
+It owns the conversation's run task, its inbox of user messages and its status, and it is the
+one place events enter the system: ``emit`` stamps (sub-agents), appends to the store, then
+hands the record to the conversation's sink (the root's topic publisher, or the forwarding
+callback of a sub-agent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from server.events import (
+    ConversationStateUpdateEvent,
+    Event,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
+    Usage,
+)
+from server.events.models import new_id
+from server.runtime.forwarding import RecordSink, TopicPublisher, ephemeral_record, forwarder, stamp
+from server.settings import Settings
+from server.store import ConversationRecord, Store
+
+if TYPE_CHECKING:
+    from server.runtime.backends.base import AgentBackend
+
+log = logging.getLogger(__name__)
+
+BackendFactory = Callable[["ConversationHost"], Awaitable["AgentBackend"]]
+
+
+class ConversationHost:
+    """A conversation the runtime holds in memory while it may run. Implements ``AgentHost``."""
+
+    def __init__(
+        self,
+        record: ConversationRecord,
+        *,
+        store: Store,
+        settings: Settings,
+        publisher: TopicPublisher,
+        sink: RecordSink | None,
+        backend_factory: BackendFactory,
+        parent: ConversationHost | None = None,
+    ) -> None:
+        self.record = record
+        self.conversation_id = record.id
+        self.root_id = record.root_id
+        self.workspace = Path(record.workspace or settings.workspace_path)
+        self.settings = settings
+        self.parent = parent
+        self.children: dict[str, ConversationHost] = {}
+        self._store = store
+        self._publisher = publisher
+        self._sink = sink
+        self._backend_factory = backend_factory
+        self._backend: AgentBackend | None = None
+        self._inbox: list[str] = []
+        self._pause = False
+        self.task: asyncio.Task[Any] | None = None
+        self._label_counter = 0
+
+    # -- identity -----------------------------------------------------------------------
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.record.parent_id is not None
+
+    @property
+    def label(self) -> str:
+        """The deterministic name models see: ``task-1``, ``task-1.2``; the root has none."""
+        return self.record.label or ""
+
+    def next_child_label(self) -> str:
+        """Name the next sub-agent this conversation spawns, in the order of its calls."""
+        self._label_counter += 1
+        return f"{self.label}.{self._label_counter}" if self.label else f"task-{self._label_counter}"
+
+    # -- events ---------------------------------------------------------------------------
+
+    async def emit(self, event: Event) -> None:
+        if self.is_subagent:
+            stamp(event, self.record.parent_tool_use_id or "", self.conversation_id)
+        if event.ephemeral:
+            if self._sink is not None:
+                self._sink(ephemeral_record(event, self.conversation_id, self.root_id))
+            return
+        record = await self._store.append(self.conversation_id, self.root_id, event)
+        # No await between append and publish: appends resume in seq order, so records are
+        # published in seq order (see EventStore.append).
+        if self._sink is not None:
+            self._sink(record)
+
+    async def emit_status_snapshot(self) -> None:
+        """Record the current status (a new conversation's first event: ``idle``)."""
+        await self.emit(ConversationStateUpdateEvent(key="status", value=self.record.status))
+
+    async def set_status(self, status: str) -> None:
+        if self.record.status == status:
+            return
+        self.record = await self._store.update_conversation(self.conversation_id, status=status)
+        await self.emit(ConversationStateUpdateEvent(key="status", value=status))
+
+    async def add_usage(self, usage: Usage) -> None:
+        self.record = await self._store.update_conversation(
+            self.conversation_id, usage=self.record.usage + usage
+        )
+
+    # -- inbox and control ----------------------------------------------------------------
+
+    def deliver_user_message(self, content: str) -> None:
+        self._inbox.append(content)
+
+    def take_user_messages(self) -> list[str]:
+        taken, self._inbox = self._inbox, []
+        return taken
+
+    @property
+    def has_pending_messages(self) -> bool:
+        return bool(self._inbox)
+
+    @property
+    def pause_requested(self) -> bool:
+        return self._pause
+
+    def request_pause(self) -> None:
+        self._pause = True
+
+    def clear_pause(self) -> None:
+        self._pause = False
+
+    @property
+    def running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    async def backend(self) -> AgentBackend:
+        if self._backend is None:
+            self._backend = await self._backend_factory(self)
+        return self._backend
+
+    async def close(self) -> None:
+        """Stop the run (if any) and release the backend; children first."""
+        for child in list(self.children.values()):
+            await child.close()
+        if self.running and self.task is not asyncio.current_task():
+            assert self.task is not None
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+        if self._backend is not None:
+            await self._backend.close()
+            self._backend = None
+
+    # -- sub-agents -----------------------------------------------------------------------
+
+    async def start_subagent(
+        self,
+        parent_tool_use_id: str,
+        *,
+        subagent_type: str,
+        description: str,
+        agent: dict[str, Any] | None = None,
+    ) -> ConversationHost:
+        record = ConversationRecord(
+            id=new_id(),
+            root_id=self.root_id,
+            parent_id=self.conversation_id,
+            parent_tool_use_id=parent_tool_use_id,
+            subagent_type=subagent_type,
+            description=description,
+            agent=agent if agent is not None else self.record.agent,
+            workspace=str(self.workspace),
+            status="idle",
+            subagent_status="running",
+            label=self.next_child_label(),
+        )
+        await self._store.create_conversation(record)
+        child = ConversationHost(
+            record,
+            store=self._store,
+            settings=self.settings,
+            publisher=self._publisher,
+            sink=forwarder(self._publisher, self.settings.forward_subagent_events),
+            backend_factory=self._backend_factory,
+            parent=self,
+        )
+        self.children[record.id] = child
+        await child.emit(
+            SubagentStartedEvent(
+                subagent_type=subagent_type,
+                description=description,
+                parent_subagent_id=self.conversation_id if self.is_subagent else None,
+            )
+        )
+        return child
+
+    async def finish_subagent(
+        self, child: ConversationHost, *, status: str, result: str, usage: Usage | None = None
+    ) -> None:
+        child.record = await self._store.update_conversation(
+            child.conversation_id, subagent_status=status, result=result
+        )
+        await child.emit(
+            SubagentFinishedEvent(
+                status=status,  # type: ignore[arg-type]
+                result=result,
+                usage=usage if usage is not None else child.record.usage,
+            )
+        )
+        await child.close()
+        self.children.pop(child.conversation_id, None)
+
+    def find(self, conversation_id: str) -> ConversationHost | None:
+        """This conversation or a live descendant with that id."""
+        if conversation_id == self.conversation_id:
+            return self
+        for child in self.children.values():
+            found = child.find(conversation_id)
+            if found is not None:
+                return found
+        return None

@@ -1,0 +1,72 @@
+"""Forwarding: where a sub-agent's events get their stamp and reach the root's socket.
+
+Every event of a sub-agent is stamped (``parent_tool_use_id``, ``subagent_id``) and stored in
+the sub-agent's own stream, whatever the flag. With ``OH_FORWARD_SUBAGENT_EVENTS`` on, the
+stored record is also published on the root's topic. It is never appended to the parent's
+stream and never shown to the parent model: the parent only ever sees the ``task`` tool's
+observation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from server.bus import Bus
+from server.events import Event, EventRecord
+
+RecordSink = Callable[[EventRecord], None]
+"""Takes a stored (or ephemeral) record; must not block."""
+
+
+def stamp(event: Event, parent_tool_use_id: str, subagent_id: str) -> Event:
+    """Stamp ``event`` as a sub-agent's. Innermost stamp wins: an event already stamped by a
+    deeper level (a peer's own sub-agent) keeps its stamp."""
+    if event.subagent_id is None and event.parent_tool_use_id is None:
+        event.parent_tool_use_id = parent_tool_use_id
+        event.subagent_id = subagent_id
+    return event
+
+
+class TopicPublisher:
+    """Publishes one tree's records on its bus topic, in ``seq`` order, chaining ``prev_seq``.
+
+    ``prev_seq`` lets a subscriber tell a gap (a record the bus lost) from a seq that was never
+    published (a sub-agent's, with forwarding off).
+    """
+
+    def __init__(self, bus: Bus, root_id: str, last_seq: int, sinks: list[RecordSink]) -> None:
+        self._bus = bus
+        self._root_id = root_id
+        self._prev_seq = last_seq or None
+        self._sinks = sinks
+
+    def publish(self, record: EventRecord) -> None:
+        if record.seq is not None:
+            record = dataclasses.replace(record, prev_seq=self._prev_seq)
+            self._prev_seq = record.seq
+        self._bus.publish(self._root_id, record)
+        for sink in self._sinks:
+            sink(record)
+
+
+def forwarder(publisher: TopicPublisher, enabled: bool) -> RecordSink | None:
+    """The forwarding callback a sub-agent's conversation calls with each of its records:
+    publish on the root's topic when forwarding is on; nothing at all when it is off."""
+    return publisher.publish if enabled else None
+
+
+def ephemeral_record(event: Event, conversation_id: str, root_id: str) -> EventRecord:
+    """A record for an event that is published but never stored (a streaming delta)."""
+    return EventRecord(
+        root_id=root_id,
+        conversation_id=conversation_id,
+        seq=None,
+        id=event.id,
+        kind=event.kind,
+        source=event.source,
+        timestamp=event.model_dump(mode="json", include={"timestamp"})["timestamp"],
+        subagent_id=event.subagent_id,
+        parent_tool_use_id=event.parent_tool_use_id,
+        json=event.to_json(),
+    )

@@ -1,0 +1,226 @@
+"""Runtime: creates, runs, steers and reports conversations.
+
+It holds the live ``ConversationHost`` of each root that may run, and one ``TopicPublisher``
+per tree. The API layer talks to this class only; backends talk to their host only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from server.bus import Bus
+from server.errors import (
+    BackendError,
+    BadRequest,
+    ConversationNotFound,
+    ConversationRunning,
+    SubagentNotFound,
+)
+from server.events import AgentErrorEvent, Event, MessageEvent
+from server.events.models import new_id
+from server.runtime.backends import build_backend
+from server.runtime.conversation import ConversationHost
+from server.runtime.forwarding import RecordSink, TopicPublisher
+from server.runtime.recovery import close_interrupted_calls
+from server.runtime.task_manager import TaskManager
+from server.runtime.tree import subagent_entries
+from server.settings import Settings
+from server.store import ConversationRecord, Store
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    """Every conversation this server runs or serves."""
+
+    def __init__(self, settings: Settings, store: Store, bus: Bus) -> None:
+        self.settings = settings
+        self.store = store
+        self.bus = bus
+        self.sinks: list[RecordSink] = []
+        """Called with every published record (webhooks subscribe here)."""
+        self.tasks = TaskManager(settings, self.drive)
+        self._roots: dict[str, ConversationHost] = {}
+        self._lock = asyncio.Lock()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop every run (their status becomes ``paused``) and release backends."""
+        for host in list(self._roots.values()):
+            await host.close()
+        self._roots.clear()
+
+    # -- conversations --------------------------------------------------------------------
+
+    async def create(
+        self, agent: dict[str, Any], *, workspace: str | None = None, initial_message: str | None = None, run: bool = True
+    ) -> ConversationRecord:
+        conversation_id = new_id()
+        folder = Path(workspace) if workspace else self.settings.workspace_path / conversation_id
+        folder.mkdir(parents=True, exist_ok=True)
+        record = ConversationRecord(
+            id=conversation_id, root_id=conversation_id, agent=agent, workspace=str(folder.resolve())
+        )
+        await self.store.create_conversation(record)
+        host = await self.host(conversation_id)
+        await host.emit_status_snapshot()
+        if initial_message is not None:
+            await self.send_message(conversation_id, initial_message, run=run)
+        elif run:
+            await self.run(conversation_id)
+        return host.record
+
+    async def get(self, conversation_id: str) -> ConversationRecord:
+        record = await self.store.get_conversation(conversation_id)
+        if record is None:
+            raise ConversationNotFound(conversation_id)
+        return record
+
+    async def host(self, conversation_id: str) -> ConversationHost:
+        """The live host of a root conversation, loading it (and recovering an interrupted run)."""
+        host = self._roots.get(conversation_id)
+        if host is not None:
+            return host
+        async with self._lock:
+            host = self._roots.get(conversation_id)
+            if host is not None:
+                return host
+            record = await self.get(conversation_id)
+            if not record.is_root:
+                raise BadRequest(
+                    f"{conversation_id!r} is a sub-agent; it runs under its parent {record.root_id!r}",
+                    code="subagent_conversation",
+                )
+            publisher = TopicPublisher(self.bus, record.root_id, await self.store.last_seq(record.root_id), self.sinks)
+            host = ConversationHost(
+                record,
+                store=self.store,
+                settings=self.settings,
+                publisher=publisher,
+                sink=publisher.publish,
+                backend_factory=lambda h: build_backend(h, self.store, self.tasks),
+            )
+            self._roots[conversation_id] = host
+        if record.status == "running":
+            # The process that ran it is gone: close its open calls honestly, then it is paused.
+            await close_interrupted_calls(self.store, host)
+            await host.set_status("paused")
+        return host
+
+    async def delete(self, conversation_id: str) -> None:
+        record = await self.get(conversation_id)
+        if not record.is_root:
+            raise BadRequest("delete the root conversation; sub-agents go with it", code="subagent_conversation")
+        host = self._roots.pop(conversation_id, None)
+        if host is not None:
+            await host.close()
+        await self.store.delete_conversation(conversation_id)
+
+    # -- running --------------------------------------------------------------------------
+
+    async def send_message(self, conversation_id: str, content: str, *, run: bool = True) -> None:
+        """Record a user message and deliver it; start a run unless one is going (it picks it up)."""
+        host = await self.host(conversation_id)
+        await host.emit(MessageEvent(role="user", source="user", content=content))
+        host.deliver_user_message(content)
+        if run and not host.running:
+            await self.run(conversation_id)
+
+    async def run(self, conversation_id: str) -> None:
+        host = await self.host(conversation_id)
+        if host.running:
+            raise ConversationRunning(conversation_id)
+        host.task = asyncio.create_task(self._run_root(host), name=f"run {conversation_id}")
+
+    async def _run_root(self, host: ConversationHost) -> None:
+        try:
+            await self.drive(host)
+        except BackendError:
+            pass  # recorded in the stream by drive()
+
+    async def drive(self, host: ConversationHost) -> str | None:
+        """Run ``host``'s backend once, recording status changes and failures in its stream.
+        Raises ``BackendError`` (already recorded) so a parent can report its sub-agent's failure."""
+        host.clear_pause()
+        await host.set_status("running")
+        try:
+            backend = await host.backend()
+            answer = await backend.run(host)
+        except asyncio.CancelledError:
+            await host.set_status("paused")
+            raise
+        except BackendError as exc:
+            await host.emit(AgentErrorEvent(error=exc.detail, code=exc.code))
+            await host.set_status("error")
+            raise
+        except Exception as exc:  # our bug: keep serving, record it, log the traceback
+            log.exception("conversation %s failed", host.conversation_id)
+            await host.emit(AgentErrorEvent(error=f"internal error: {exc!r}", code="internal_error"))
+            await host.set_status("error")
+            raise BackendError(f"internal error: {exc!r}", code="internal_error") from exc
+        await host.set_status("paused" if host.pause_requested and answer is None else "finished")
+        return answer
+
+    async def pause(self, conversation_id: str) -> None:
+        """Stop at the next safe point (before the next model call)."""
+        (await self.host(conversation_id)).request_pause()
+
+    async def interrupt(self, conversation_id: str) -> None:
+        """Stop now: running tools are cancelled and closed (``failed`` / ``cancelled``)."""
+        host = await self.host(conversation_id)
+        if host.task is not None and not host.task.done():
+            host.task.cancel()
+            await asyncio.gather(host.task, return_exceptions=True)
+
+    async def wait(self, conversation_id: str, timeout: float | None = None) -> ConversationRecord:
+        """Wait for the current run to end; returns the record."""
+        host = await self.host(conversation_id)
+        if host.task is not None:
+            await asyncio.wait_for(asyncio.shield(host.task), timeout)
+        return host.record
+
+    async def emit(self, conversation_id: str, event: Event) -> None:
+        """Record and publish ``event`` in a conversation's stream, as a backend would."""
+        root = await self.get(conversation_id)
+        host = await self.host(root.root_id)
+        target = host.find(conversation_id)
+        if target is None:
+            raise SubagentNotFound(conversation_id)
+        await target.emit(event)
+
+    # -- sub-agents -----------------------------------------------------------------------
+
+    async def subagents(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The tree below ``conversation_id``, flat: one entry per sub-agent."""
+        record = await self.get(conversation_id)
+        tree = await self.store.tree(record.root_id)
+        counts = {r.id: 0 for r in tree}
+        return await subagent_entries(self.store, tree, under=record.id, counts=counts)
+
+    async def cancel_subagent(self, conversation_id: str, subagent_id: str) -> None:
+        """Cancel one sub-agent (and its own sub-agents); its siblings and parent go on."""
+        record = await self.get(conversation_id)
+        host = await self.host(record.root_id)
+        target = host.find(subagent_id)
+        if target is None or target is host:
+            child = await self.store.get_conversation(subagent_id)
+            if child is None or child.root_id != record.root_id or child.is_root:
+                raise SubagentNotFound(subagent_id)
+            raise BadRequest(f"sub-agent {subagent_id!r} is not running", code="subagent_not_running")
+        if target.task is not None and not target.task.done():
+            target.task.cancel()
+
+    async def full_state(self, conversation_id: str) -> dict[str, Any]:
+        """The first frame of a socket: status, last seq and the sub-agent tree."""
+        record = await self.get(conversation_id)
+        return {
+            "id": record.id,
+            "status": record.status,
+            "last_seq": await self.store.last_seq(record.root_id),
+            "subagents": await self.subagents(conversation_id),
+            "usage": record.usage.model_dump(),
+        }

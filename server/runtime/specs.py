@@ -1,0 +1,92 @@
+"""Agent specs: what ``POST /api/conversations`` accepts as ``agent``, validated (422 otherwise)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ToolName = Literal["terminal", "file_editor", "task", "think", "finish"]
+DEFAULT_TOOLS: list[str] = ["terminal", "file_editor", "task", "think", "finish"]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a capable software agent working in a workspace directory. Use the tools to do "
+    "the user's task. Delegate self-contained pieces of work with the `task` tool; several "
+    "task calls in one response run in parallel. When you are done, call `finish` with your "
+    "final answer."
+)
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class LLMSpec(_Spec):
+    """Which model a native agent calls; omitted fields come from ``OH_LLM_*``."""
+
+    api: Literal["openai", "anthropic", "scripted"] | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    script: str | None = None
+    """For ``scripted``: a path or inline YAML (see docs/scripted-llm.md)."""
+
+
+class NativeAgentSpec(_Spec):
+    """taskwire's own LLM loop with tools."""
+
+    kind: Literal["native"] = "native"
+    llm: LLMSpec | None = None
+    tools: list[ToolName] | None = None
+    """Default: all tools."""
+    system_prompt: str | None = None
+    max_iterations: int = Field(default=50, ge=1, le=10_000)
+
+
+class ACPAgentSpec(_Spec):
+    """An external agent spoken to over the Agent Client Protocol (e.g. Claude Code)."""
+
+    kind: Literal["acp"]
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    """Default: the conversation's workspace."""
+    session_mode: str | None = "default"
+    permissions: Literal["allow", "deny"] = "allow"
+    startup_timeout: float = Field(default=60.0, gt=0)
+    idle_timeout: float = Field(default=600.0, gt=0)
+    """Seconds without any update from the agent before the turn is failed."""
+
+
+class ClaudeSDKAgentSpec(_Spec):
+    """Claude Code driven through the ``claude-agent-sdk`` package."""
+
+    kind: Literal["claude_sdk"]
+    model: str | None = None
+    permission_mode: str = "default"
+    allowed_tools: list[str] | None = None
+    cli_path: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    system_prompt: str | None = None
+    max_turns: int | None = Field(default=None, ge=1)
+    idle_timeout: float = Field(default=600.0, gt=0)
+
+
+AgentSpec = Annotated[Union[NativeAgentSpec, ACPAgentSpec, ClaudeSDKAgentSpec], Field(discriminator="kind")]
+
+
+def redact(agent: dict[str, Any]) -> dict[str, Any]:
+    """An agent spec fit to show: secrets replaced."""
+    shown = dict(agent)
+    llm = shown.get("llm")
+    if isinstance(llm, dict) and llm.get("api_key"):
+        shown["llm"] = {**llm, "api_key": "***"}
+    if isinstance(shown.get("env"), dict):
+        shown["env"] = {k: ("***" if _secret(k) else v) for k, v in shown["env"].items()}
+    return shown
+
+
+def _secret(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in ("KEY", "TOKEN", "SECRET", "PASSWORD"))

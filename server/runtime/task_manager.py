@@ -1,0 +1,117 @@
+"""TaskManager: runs sub-agents for ``task`` calls.
+
+Each sub-agent is a child conversation in the same tree: its own stream, its own model
+context (its type's system prompt and the ``prompt`` verbatim as its one user message). Its
+events are stamped and forwarded by its host (``runtime/forwarding.py``); the parent gets only
+the observation this module returns, which names the sub-agent by its deterministic label.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Callable
+
+from server.errors import BackendError
+from server.events import MessageEvent
+from server.runtime.agent_types import SubagentType, load_subagent_types
+from server.runtime.conversation import ConversationHost
+from server.runtime.tools.base import ToolResult
+from server.settings import Settings
+
+RunChild = Callable[[ConversationHost], Awaitable[str | None]]
+
+
+class TaskManager:
+    """Spawns, runs, cancels and reports sub-agents."""
+
+    def __init__(self, settings: Settings, run_child: RunChild) -> None:
+        self.settings = settings
+        self._run_child = run_child
+        self._limits: dict[str, asyncio.Semaphore] = {}
+
+    def subagent_types(self, host: ConversationHost) -> dict[str, SubagentType]:
+        return load_subagent_types(self.settings.plugin_dirs, host.workspace)
+
+    async def run_task(
+        self,
+        host: ConversationHost,
+        tool_call_id: str,
+        *,
+        description: str,
+        prompt: str,
+        subagent_type: str,
+    ) -> ToolResult:
+        """Run one sub-agent to its end; the result is what the parent model sees."""
+        types = self.subagent_types(host)
+        agent_type = types.get(subagent_type)
+        if agent_type is None:
+            known = ", ".join(sorted(types)) or "(none)"
+            return ToolResult(f"Unknown subagent_type {subagent_type!r}. Known types: {known}.", is_error=True)
+        depth = _depth(host)
+        if depth >= self.settings.max_subagent_depth:
+            return ToolResult(
+                f"Sub-agents may nest at most {self.settings.max_subagent_depth} levels deep; do this work yourself.",
+                is_error=True,
+            )
+        # The limit is per parent conversation: the calls of one response share it.
+        limit = self._limits.setdefault(host.conversation_id, asyncio.Semaphore(self.settings.max_parallel_subagents))
+        async with limit:
+            child = await host.start_subagent(
+                tool_call_id,
+                subagent_type=agent_type.name,
+                description=description,
+                agent=child_agent_spec(host.record.agent, agent_type),
+            )
+            await child.emit(MessageEvent(role="user", source="user", content=prompt))
+            child.deliver_user_message(prompt)
+            return await self._supervise(host, child, agent_type)
+
+    async def _supervise(self, host: ConversationHost, child: ConversationHost, agent_type: SubagentType) -> ToolResult:
+        child.task = asyncio.create_task(self._run_child(child), name=f"subagent {child.label}")
+        label = f"{child.label} ({agent_type.name})"
+        try:
+            answer = await asyncio.shield(child.task)
+        except asyncio.CancelledError:
+            if not child.task.done():
+                # The parent itself is being cancelled: take the child down with it.
+                child.task.cancel()
+                await asyncio.gather(child.task, return_exceptions=True)
+                await host.finish_subagent(child, status="cancelled", result="cancelled with its parent")
+                raise
+            await host.finish_subagent(child, status="cancelled", result="cancelled")
+            return ToolResult(f"Sub-agent {label} was cancelled before it finished.", is_error=True)
+        except BackendError as exc:
+            await host.finish_subagent(child, status="error", result=exc.detail)
+            return ToolResult(f"Sub-agent {label} failed: {exc.detail}", is_error=True)
+        answer = answer or ""
+        await host.finish_subagent(child, status="completed", result=answer)
+        return ToolResult(f"Sub-agent {label} completed.\n\n{answer}")
+
+    def forget(self, conversation_id: str) -> None:
+        self._limits.pop(conversation_id, None)
+
+
+def child_agent_spec(parent_agent: dict[str, Any], agent_type: SubagentType) -> dict[str, Any]:
+    """The agent a sub-agent runs: its type's backend if it names one, else the parent's LLM with
+    the type's prompt, tools, model and iteration limit."""
+    if agent_type.agent:
+        return dict(agent_type.agent)
+    spec = {k: v for k, v in parent_agent.items() if k in ("kind", "llm", "max_iterations")}
+    spec["kind"] = "native"
+    spec["system_prompt"] = agent_type.system_prompt
+    if agent_type.tools is not None:
+        spec["tools"] = list(agent_type.tools)
+    elif "tools" in parent_agent:
+        spec["tools"] = parent_agent["tools"]
+    if agent_type.model:
+        spec["llm"] = {**(spec.get("llm") or {}), "model": agent_type.model}
+    if agent_type.max_iterations:
+        spec["max_iterations"] = agent_type.max_iterations
+    return spec
+
+
+def _depth(host: ConversationHost) -> int:
+    depth, node = 0, host
+    while node.parent is not None:
+        depth, node = depth + 1, node.parent
+    return depth

@@ -1,0 +1,17 @@
+"""The native agent's tools. Names and arguments are part of the contract (an LLM emits them)."""
+
+from __future__ import annotations
+
+from server.runtime.tools.base import Tool, ToolContext, ToolResult, parse_arguments, spec_of
+from server.runtime.tools.file_editor import FileEditorTool
+from server.runtime.tools.finish import FinishTool
+from server.runtime.tools.task import TaskTool
+from server.runtime.tools.terminal import TerminalTool
+from server.runtime.tools.think import ThinkTool
+
+BUILTIN_TOOLS: dict[str, type[Tool]] = {
+    tool.name: tool for tool in (TerminalTool, FileEditorTool, TaskTool, ThinkTool, FinishTool)  # type: ignore[misc]
+}
+"""Every built-in tool by name, in the order models are told about them."""
+
+__all__ = ["BUILTIN_TOOLS", "Tool", "ToolContext", "ToolResult", "parse_arguments", "spec_of"]

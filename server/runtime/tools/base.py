@@ -1,0 +1,72 @@
+"""The tool interface: every tool gets a ``ToolContext`` and its validated arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from pydantic import BaseModel, ValidationError
+
+from server.errors import ToolError
+from server.llm.base import ToolSpec
+
+if TYPE_CHECKING:
+    from server.runtime.conversation import ConversationHost
+    from server.runtime.task_manager import TaskManager
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a tool may use while it runs."""
+
+    host: ConversationHost
+    """The conversation that called the tool (emit events through it)."""
+    tool_call_id: str
+    """The id the LLM gave this call; the ``task`` tool stamps its sub-agent with it."""
+    tasks: TaskManager
+    """Runs sub-agents for the ``task`` tool."""
+
+    @property
+    def workspace(self) -> Path:
+        return self.host.workspace
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What the model sees, and whether the run ends."""
+
+    content: str
+    is_error: bool = False
+    finish: bool = False
+    """True for ``finish``: the run ends and ``content`` is the final answer."""
+
+
+class Tool(Protocol):
+    """A tool the native agent can call."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Arguments: ClassVar[type[BaseModel]]
+
+    async def run(self, ctx: ToolContext, args: Any) -> ToolResult: ...
+
+
+def spec_of(tool: Tool) -> ToolSpec:
+    """The tool as the model is told about it."""
+    schema = tool.Arguments.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return ToolSpec(name=tool.name, description=tool.description, parameters=schema)
+
+
+def parse_arguments(tool: Tool, arguments: dict[str, Any]) -> BaseModel:
+    """Validate the model's arguments; a mistake becomes a ``ToolError`` the model can read."""
+    try:
+        return tool.Arguments.model_validate(arguments)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ToolError(f"invalid arguments for {tool.name}: {problems}") from exc

@@ -1,0 +1,132 @@
+"""Settings: environment (``OH_`` prefix) over an optional TOML file over defaults.
+
+A ``Settings`` instance lives on the app (``app.state.settings``), never in a module global,
+so two servers with different settings run in one process.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_CONFIG_FILE = "config/taskwire.toml"
+
+
+class WebhookSpec(BaseModel):
+    """One webhook receiver."""
+
+    url: str
+    """Where batches of events are POSTed."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra headers, e.g. an ``Authorization``."""
+    kinds: list[str] | None = None
+    """Only these event kinds (default all)."""
+    batch_size: int = 50
+    """At most this many events per POST."""
+    flush_interval: float = 0.5
+    """Seconds to wait for a batch to fill."""
+    max_retries: int = 5
+    """Retries (with backoff) before a batch is dropped and logged."""
+    queue_size: int = 10_000
+    """Events buffered for this receiver; past it the oldest are dropped and counted."""
+
+
+class Settings(BaseSettings):
+    """Every setting of a taskwire server. Environment variables win over the TOML file."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="OH_",
+        extra="ignore",
+        use_attribute_docstrings=True,
+    )
+
+    host: str = "127.0.0.1"
+    """Address to bind. A non-loopback address needs ``OH_SESSION_API_KEYS``."""
+    port: int = 8000
+    """Port to bind."""
+    session_api_keys: list[str] = Field(default_factory=list)
+    """Accepted API keys (JSON list). Empty: no auth, loopback only."""
+    workspace_path: Path = Path("workspace")
+    """Where conversations' workspaces and the default SQLite database live."""
+    database_url: str | None = None
+    """``sqlite:///path`` or ``postgresql://...``; default SQLite under the workspace path."""
+    redis_url: str | None = None
+    """Redis for the bus across replicas; unset: in-process bus."""
+    forward_subagent_events: bool = False
+    """Publish sub-agent events live on the root conversation's socket (stamped)."""
+    plugin_dirs: list[Path] = Field(default_factory=list)
+    """Extra plugin folders (Claude-Code plugin layout) for sub-agent types."""
+    webhooks: list[WebhookSpec] = Field(default_factory=list)
+    """Webhook receivers (JSON list of objects with at least ``url``)."""
+    ws_queue_size: int = 10_000
+    """Events buffered per WebSocket client before it is closed as too slow."""
+    max_subscribers: int = 1_000
+    """Concurrent live subscribers (sockets, SSE) per server; past it new ones are refused."""
+    max_parallel_subagents: int = 8
+    """How many sub-agents one LLM response may run at once."""
+    max_subagent_depth: int = 5
+    """How deep sub-agents may nest."""
+    max_body_bytes: int = 1_048_576
+    """Largest accepted request body or inbound WebSocket frame."""
+    replica_id: str | None = None
+    """This replica's name in ownership leases; default host name and pid."""
+    lease_seconds: float = 15.0
+    """A conversation's ownership lapses after this long without renewal."""
+
+    llm_api: Literal["openai", "anthropic", "scripted"] = "scripted"
+    """Default LLM dialect for native agents."""
+    llm_model: str = "scripted"
+    """Default model name."""
+    llm_base_url: str | None = None
+    """Default LLM endpoint."""
+    llm_api_key: str | None = None
+    """Default LLM key."""
+    llm_script: str | None = None
+    """Default script (path or inline YAML) when ``OH_LLM_API=scripted``."""
+    llm_timeout: float = 120.0
+    """Seconds before an LLM request is abandoned."""
+
+    config_file: Path | None = None
+    """The TOML file read under the environment (default ``config/taskwire.toml``)."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        path = os.environ.get("OH_CONFIG_FILE", DEFAULT_CONFIG_FILE)
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=path if Path(path).is_file() else None)
+        return (init_settings, env_settings, toml)
+
+    @property
+    def auth_required(self) -> bool:
+        return bool(self.session_api_keys)
+
+    def resolved_database_url(self) -> str:
+        """The database URL, defaulting to SQLite under the workspace path."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.workspace_path / 'taskwire.db').resolve()}"
+
+    def llm_defaults(self) -> dict[str, Any]:
+        """The LLM config a native agent gets when its request names none."""
+        return {
+            "api": self.llm_api,
+            "model": self.llm_model,
+            "base_url": self.llm_base_url,
+            "api_key": self.llm_api_key,
+            "script": self.llm_script,
+        }

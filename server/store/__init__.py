@@ -1,0 +1,26 @@
+"""The durable log and conversation records, behind ``EventStore`` / ``ConversationStore``."""
+
+from __future__ import annotations
+
+from server.store.base import (
+    ConversationPage,
+    ConversationRecord,
+    EventPage,
+    EventQuery,
+    Store,
+)
+
+__all__ = ["ConversationPage", "ConversationRecord", "EventPage", "EventQuery", "Store", "open_store"]
+
+
+def open_store(url: str) -> Store:
+    """A store for ``url`` (``sqlite:///path`` or ``postgresql://...``), not yet opened."""
+    if url.startswith("sqlite:"):
+        from server.store.sqlite import SQLiteStore
+
+        return SQLiteStore(url)
+    if url.startswith(("postgresql:", "postgres:")):
+        from server.store.postgres import PostgresStore
+
+        return PostgresStore(url)
+    raise ValueError(f"unsupported OH_DATABASE_URL {url!r}: use sqlite:///path or postgresql://...")
