@@ -13,6 +13,7 @@ import server
 from server.api.auth import require_api_key
 from server.api.errors import error_response, install_error_handlers
 from server.api.rest import conversations, events, health, subagents
+from server.api.webhooks import start_webhooks
 from server.bus import open_bus
 from server.runtime import Runtime
 from server.settings import Settings
@@ -71,15 +72,8 @@ def _include_optional_routers(app: FastAPI) -> None:
 
 async def _start_extensions(app: FastAPI) -> list:
     """Start webhooks and the like; returns their stop functions."""
-    stops = []
-    try:
-        from server.api.webhooks import start_webhooks
-    except ImportError:
-        return stops
     stop = await start_webhooks(app)
-    if stop is not None:
-        stops.append(stop)
-    return stops
+    return [stop] if stop is not None else []
 
 
 class BodyLimit:

@@ -48,4 +48,5 @@ async def server_info(request: Request) -> dict:
         "store": settings.resolved_database_url().split(":", 1)[0],
         "llm_api": settings.llm_api,
         "event_schema": 2,
+        "webhooks": [w.status() for w in getattr(request.app.state, "webhooks", [])],
     }
