@@ -15,6 +15,7 @@ from server.api.errors import error_response, install_error_handlers
 from server.api.rest import conversations, events, health, subagents
 from server.api.webhooks import start_webhooks
 from server.bus import open_bus
+from server.hooks import Hooks
 from server.runtime import Runtime
 from server.settings import Settings
 from server.store import open_store
@@ -31,7 +32,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await store.open()
         bus = open_bus(settings.redis_url)
         await bus.start()
-        runtime = Runtime(settings, store, bus)
+        runtime = Runtime(settings, store, bus, app.state.hooks)
         app.state.store, app.state.bus, app.state.runtime = store, bus, runtime
         extensions = await _start_extensions(app)
         try:
@@ -50,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.hooks = Hooks.with_builtins(settings)
     install_error_handlers(app)
     app.include_router(health.router)
     secured = [Depends(require_api_key)]

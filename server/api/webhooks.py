@@ -133,7 +133,7 @@ async def start_webhooks(app: FastAPI) -> Callable[[], Awaitable[None]] | None:
     dispatchers = [WebhookDispatcher(spec, client) for spec in specs]
     for dispatcher in dispatchers:
         dispatcher.start()
-        app.state.runtime.sinks.append(dispatcher.offer)
+        app.state.hooks.event_subscribers.append(dispatcher.offer)
     app.state.webhooks = dispatchers
 
     async def stop() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import yaml
 
@@ -108,17 +108,12 @@ def _plugin_agents(plugins_dir: Path) -> Iterable[SubagentType]:
         yield from _load_dir(plugin / "agents", f"plugin:{plugin.name}")
 
 
-def load_subagent_types(plugin_dirs: Iterable[Path] = (), workspace: Path | None = None) -> dict[str, SubagentType]:
-    """Every available type by name, later sources overriding earlier ones."""
-    found: dict[str, SubagentType] = {}
-    sources: list[Iterable[SubagentType]] = [
-        _load_dir(BUILTIN_DIR, "builtin"),
-        _plugin_agents(BUNDLED_PLUGINS_DIR),
-        *(_plugin_agents(Path(d)) for d in plugin_dirs),
+def builtin_sources(plugin_dirs: Iterable[Path] = ()) -> list[Callable[[Path | None], Iterable[SubagentType]]]:
+    """The built-in sources in precedence order: config, bundled plugins, plugin dirs, project."""
+    extra = [Path(d) for d in plugin_dirs]
+    return [
+        lambda workspace: _load_dir(BUILTIN_DIR, "builtin"),
+        lambda workspace: _plugin_agents(BUNDLED_PLUGINS_DIR),
+        *[(lambda workspace, d=d: _plugin_agents(d)) for d in extra],
+        lambda workspace: _load_dir(workspace / ".agents" / "agents", "project") if workspace else (),
     ]
-    if workspace is not None:
-        sources.append(_load_dir(workspace / ".agents" / "agents", "project"))
-    for source in sources:
-        for agent_type in source:
-            found[agent_type.name] = agent_type
-    return found

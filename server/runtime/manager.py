@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.bus import Bus
 from server.errors import (
@@ -23,12 +23,15 @@ from server.events import AgentErrorEvent, Event, MessageEvent
 from server.events.models import new_id
 from server.runtime.backends import build_backend
 from server.runtime.conversation import ConversationHost
-from server.runtime.forwarding import RecordSink, TopicPublisher
+from server.runtime.forwarding import TopicPublisher
 from server.runtime.recovery import close_interrupted_calls
 from server.runtime.task_manager import TaskManager
 from server.runtime.tree import subagent_entries
 from server.settings import Settings
 from server.store import ConversationRecord, Store
+
+if TYPE_CHECKING:
+    from server.hooks import Hooks
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +39,12 @@ log = logging.getLogger(__name__)
 class Runtime:
     """Every conversation this server runs or serves."""
 
-    def __init__(self, settings: Settings, store: Store, bus: Bus) -> None:
+    def __init__(self, settings: Settings, store: Store, bus: Bus, hooks: Hooks) -> None:
         self.settings = settings
         self.store = store
         self.bus = bus
-        self.sinks: list[RecordSink] = []
-        """Called with every published record (webhooks subscribe here)."""
-        self.tasks = TaskManager(settings, self.drive)
+        self.hooks = hooks
+        self.tasks = TaskManager(settings, hooks, self.drive)
         self._roots: dict[str, ConversationHost] = {}
         self._lock = asyncio.Lock()
 
@@ -95,14 +97,14 @@ class Runtime:
                     f"{conversation_id!r} is a sub-agent; it runs under its parent {record.root_id!r}",
                     code="subagent_conversation",
                 )
-            publisher = TopicPublisher(self.bus, record.root_id, await self.store.last_seq(record.root_id), self.sinks)
+            publisher = TopicPublisher(self.bus, record.root_id, await self.store.last_seq(record.root_id), self.hooks.event_subscribers)
             host = ConversationHost(
                 record,
                 store=self.store,
                 settings=self.settings,
                 publisher=publisher,
                 sink=publisher.publish,
-                backend_factory=lambda h: build_backend(h, self.store, self.tasks),
+                backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks),
             )
             self._roots[conversation_id] = host
         if record.status == "running":

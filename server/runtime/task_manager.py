@@ -9,14 +9,17 @@ the observation this module returns, which names the sub-agent by its determinis
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from server.errors import BackendError
 from server.events import MessageEvent
-from server.runtime.agent_types import SubagentType, load_subagent_types
+from server.runtime.agent_types import SubagentType
 from server.runtime.conversation import ConversationHost
 from server.runtime.tools.base import ToolResult
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from server.hooks import Hooks
 
 RunChild = Callable[[ConversationHost], Awaitable[str | None]]
 
@@ -24,13 +27,14 @@ RunChild = Callable[[ConversationHost], Awaitable[str | None]]
 class TaskManager:
     """Spawns, runs, cancels and reports sub-agents."""
 
-    def __init__(self, settings: Settings, run_child: RunChild) -> None:
+    def __init__(self, settings: Settings, hooks: Hooks, run_child: RunChild) -> None:
         self.settings = settings
+        self.hooks = hooks
         self._run_child = run_child
         self._limits: dict[str, asyncio.Semaphore] = {}
 
     def subagent_types(self, host: ConversationHost) -> dict[str, SubagentType]:
-        return load_subagent_types(self.settings.plugin_dirs, host.workspace)
+        return self.hooks.subagent_types(host.workspace)
 
     async def run_task(
         self,

@@ -8,7 +8,6 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 
 from server.runtime import Runtime
-from server.runtime.agent_types import load_subagent_types
 
 router = APIRouter(tags=["sub-agents"])
 
@@ -33,6 +32,5 @@ async def list_subagent_types(
     request: Request, workspace: str | None = Query(default=None, description="Include this project's types.")
 ) -> list[dict[str, Any]]:
     """Sub-agent types: built-in, plugin and (with ``workspace``) project ones, with their source."""
-    settings = request.app.state.settings
-    types = load_subagent_types(settings.plugin_dirs, Path(workspace) if workspace else None)
+    types = request.app.state.hooks.subagent_types(Path(workspace) if workspace else None)
     return [t.public() for t in sorted(types.values(), key=lambda t: t.name)]

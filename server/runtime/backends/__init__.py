@@ -11,22 +11,22 @@ from server.runtime.backends.base import AgentBackend, AgentHost
 from server.runtime.backends.native import NativeBackend
 from server.runtime.history import messages_from_events
 from server.runtime.specs import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS
-from server.runtime.tools import BUILTIN_TOOLS
 from server.store import EventQuery, Store
 
 if TYPE_CHECKING:
+    from server.hooks import Hooks
     from server.runtime.conversation import ConversationHost
     from server.runtime.task_manager import TaskManager
 
 __all__ = ["AgentBackend", "AgentHost", "build_backend"]
 
 
-async def build_backend(host: ConversationHost, store: Store, tasks: TaskManager) -> AgentBackend:
+async def build_backend(host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks) -> AgentBackend:
     """The backend named by ``host.record.agent``, primed with what the conversation already holds."""
     agent = host.record.agent
     kind = agent.get("kind", "native")
     if kind == "native":
-        return await _native(host, store, tasks)
+        return await _native(host, store, tasks, hooks)
     if kind == "acp":
         from server.runtime.backends.acp import ACPBackend
 
@@ -38,7 +38,7 @@ async def build_backend(host: ConversationHost, store: Store, tasks: TaskManager
     raise BackendError(f"unknown agent kind {kind!r}", code="bad_agent")
 
 
-async def _native(host: ConversationHost, store: Store, tasks: TaskManager) -> NativeBackend:
+async def _native(host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks) -> NativeBackend:
     agent = host.record.agent
     llm_config = {k: v for k, v in (agent.get("llm") or {}).items() if v is not None}
     llm = make_llm(llm_config, host.settings)
@@ -49,7 +49,7 @@ async def _native(host: ConversationHost, store: Store, tasks: TaskManager) -> N
     return NativeBackend(
         llm=llm,
         model=llm_config.get("model") or host.settings.llm_model,
-        tools=[BUILTIN_TOOLS[name]() for name in tool_names if name in BUILTIN_TOOLS],
+        tools=[hooks.tools[name]() for name in tool_names if name in hooks.tools],
         system_prompt=agent.get("system_prompt") or DEFAULT_SYSTEM_PROMPT,
         max_iterations=agent.get("max_iterations") or 50,
         tasks=tasks,

@@ -1,0 +1,46 @@
+"""Extension points. One ``Hooks`` per app (``app.state.hooks``); built-ins load through them.
+
+- ``tools``: tools a native agent may be given, by name.
+- ``subagent_sources``: functions that list sub-agent types for a workspace; later sources override earlier ones.
+- ``event_subscribers``: called with every published record (root events, and forwarded sub-agent events); must not block.
+
+``tests/test_docs.py`` fails when a hook listed in ``HOOKS`` is missing from this docstring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from server.runtime.agent_types import SubagentType, builtin_sources
+from server.runtime.forwarding import RecordSink
+from server.runtime.tools import BUILTIN_TOOLS, Tool
+from server.settings import Settings
+
+SubagentSource = Callable[[Path | None], Iterable[SubagentType]]
+"""Given a conversation's workspace (or ``None``), the sub-agent types it contributes."""
+
+HOOKS = ("tools", "subagent_sources", "event_subscribers")
+
+
+@dataclass
+class Hooks:
+    """The registry of extension points for one server."""
+
+    tools: dict[str, type[Tool]] = field(default_factory=dict)
+    subagent_sources: list[SubagentSource] = field(default_factory=list)
+    event_subscribers: list[RecordSink] = field(default_factory=list)
+
+    @classmethod
+    def with_builtins(cls, settings: Settings) -> Hooks:
+        """The built-in tools and sub-agent sources (config, bundled plugins, OH_PLUGIN_DIRS, project)."""
+        return cls(tools=dict(BUILTIN_TOOLS), subagent_sources=builtin_sources(settings.plugin_dirs))
+
+    def subagent_types(self, workspace: Path | None) -> dict[str, SubagentType]:
+        """Every available type by name, later sources overriding earlier ones."""
+        found: dict[str, SubagentType] = {}
+        for source in self.subagent_sources:
+            for agent_type in source(workspace):
+                found[agent_type.name] = agent_type
+        return found
