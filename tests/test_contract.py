@@ -1,0 +1,82 @@
+"""The public contract, pinned: event kinds and fields, tool names and arguments, settings.
+
+These never change once shipped. A failure here means a breaking change: make it on purpose,
+in DESIGN.md first.
+"""
+
+from __future__ import annotations
+
+from server.events import EVENT_KINDS
+from server.runtime.tools import BUILTIN_TOOLS
+from server.settings import Settings
+
+BASE_FIELDS = {"id", "kind", "timestamp", "source", "seq", "parent_tool_use_id", "subagent_id"}
+
+EVENT_FIELDS = {
+    "MessageEvent": {"role", "content"},
+    "ActionEvent": {"tool_name", "tool_call_id", "arguments", "thought", "llm_response_id"},
+    "ObservationEvent": {"tool_name", "tool_call_id", "content", "is_error", "status"},
+    "AgentErrorEvent": {"error", "code", "tool_call_id"},
+    "StreamingDeltaEvent": {"content", "channel"},
+    "ConversationStateUpdateEvent": {"key", "value"},
+    "SubagentStartedEvent": {"subagent_type", "description", "parent_subagent_id"},
+    "SubagentFinishedEvent": {"status", "result", "usage"},
+    "ACPToolCallEvent": {"tool_call_id", "title", "status", "tool_kind", "raw_input", "raw_output", "content", "is_error"},
+}
+
+TOOL_ARGUMENTS = {
+    "terminal": {"command", "timeout"},
+    "file_editor": {"command", "path", "file_text", "old_str", "new_str", "insert_line", "view_range"},
+    "task": {"description", "prompt", "subagent_type"},
+    "think": {"thought"},
+    "finish": {"message"},
+}
+
+SETTINGS = {
+    "OH_HOST", "OH_PORT", "OH_SESSION_API_KEYS", "OH_WORKSPACE_PATH", "OH_DATABASE_URL", "OH_REDIS_URL",
+    "OH_FORWARD_SUBAGENT_EVENTS", "OH_PLUGIN_DIRS", "OH_WEBHOOKS", "OH_WS_QUEUE_SIZE", "OH_MAX_SUBSCRIBERS",
+    "OH_MAX_PARALLEL_SUBAGENTS", "OH_MAX_SUBAGENT_DEPTH", "OH_MAX_BODY_BYTES", "OH_REPLICA_ID", "OH_LEASE_SECONDS",
+    "OH_LLM_API", "OH_LLM_MODEL", "OH_LLM_BASE_URL", "OH_LLM_API_KEY", "OH_LLM_SCRIPT", "OH_LLM_TIMEOUT",
+    "OH_CONFIG_FILE",
+}
+
+
+def test_event_kinds_and_fields_are_pinned() -> None:
+    assert set(EVENT_KINDS) == set(EVENT_FIELDS)
+    for kind, cls in EVENT_KINDS.items():
+        assert set(cls.model_fields) == BASE_FIELDS | EVENT_FIELDS[kind], kind
+        assert cls(**_required(kind)).kind == kind
+
+
+def test_only_streaming_deltas_are_ephemeral() -> None:
+    assert {k for k, cls in EVENT_KINDS.items() if cls.ephemeral} == {"StreamingDeltaEvent"}
+
+
+def test_wire_form_omits_none_and_uses_utc_z() -> None:
+    event = EVENT_KINDS["MessageEvent"](content="hi")
+    wire = event.to_json()
+    assert '"seq"' not in wire and '"parent_tool_use_id"' not in wire and '"subagent_id"' not in wire
+    assert event.model_dump(mode="json")["timestamp"].endswith("Z")
+
+
+def test_tool_names_and_arguments_are_pinned() -> None:
+    assert set(BUILTIN_TOOLS) == set(TOOL_ARGUMENTS)
+    for name, tool in BUILTIN_TOOLS.items():
+        assert set(tool.Arguments.model_fields) == TOOL_ARGUMENTS[name], name
+    assert BUILTIN_TOOLS["task"].Arguments.model_fields["subagent_type"].default == "general-purpose"
+
+
+def test_settings_are_pinned() -> None:
+    names = {f"OH_{name.upper()}" for name in Settings.model_fields}
+    assert names == SETTINGS
+    assert Settings.model_fields["forward_subagent_events"].default is False
+
+
+def _required(kind: str) -> dict[str, object]:
+    return {
+        "ActionEvent": {"tool_name": "t", "tool_call_id": "c"},
+        "ObservationEvent": {"tool_name": "t", "tool_call_id": "c"},
+        "AgentErrorEvent": {"error": "e"},
+        "ConversationStateUpdateEvent": {"key": "status"},
+        "ACPToolCallEvent": {"tool_call_id": "c"},
+    }.get(kind, {})
