@@ -63,6 +63,7 @@ class ConversationHost:
         self._pause = False
         self.task: asyncio.Task[Any] | None = None
         self._label_counter = 0
+        self._slots: asyncio.Semaphore | None = None
 
     # -- identity -----------------------------------------------------------------------
 
@@ -212,6 +213,12 @@ class ConversationHost:
         )
         await child.close()
         self.children.pop(child.conversation_id, None)
+
+    def subagent_slots(self, limit: int) -> asyncio.Semaphore:
+        """Bounds how many sub-agents of this conversation run at once."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(limit)
+        return self._slots
 
     def find(self, conversation_id: str) -> ConversationHost | None:
         """This conversation or a live descendant with that id."""

@@ -59,18 +59,33 @@ class ACPAgentSpec(_Spec):
     """Seconds without any update from the agent before the turn is failed."""
 
 
+ClaudePermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
+
+
 class ClaudeSDKAgentSpec(_Spec):
-    """Claude Code driven through the ``claude-agent-sdk`` package."""
+    """Claude Code driven through the ``claude-agent-sdk`` package (see docs/claude-sdk.md)."""
 
     kind: Literal["claude_sdk"]
     model: str | None = None
-    permission_mode: str = "default"
+    """Claude Code's ``--model``; default: the CLI's own default."""
+    permission_mode: ClaudePermissionMode = "default"
+    """Claude Code's permission mode; ``bypassPermissions`` runs every tool unasked."""
     allowed_tools: list[str] | None = None
+    """Tools allowed without asking (e.g. ``["Bash", "Read"]``)."""
     cli_path: str | None = None
+    """The Claude Code executable; default: the one bundled with ``claude-agent-sdk``."""
     env: dict[str, str] = Field(default_factory=dict)
+    """Set for the Claude Code process, over the server's environment (e.g. ``ANTHROPIC_BASE_URL``)."""
     system_prompt: str | None = None
+    """Replaces Claude Code's system prompt."""
     max_turns: int | None = Field(default=None, ge=1)
+    forward_subagent_text: bool = True
+    """Ask Claude Code for its sub-agents' prose too, not only their tool calls."""
     idle_timeout: float = Field(default=600.0, gt=0)
+    """Seconds without any message from Claude Code before the turn is failed."""
+    replay: str | None = None
+    """Play a recorded SDK transcript (JSONL, ``tests/claude_sdk/*.sdk.jsonl`` format) instead of
+    starting Claude Code: each prompt plays the transcript's next turn. For demos and tests."""
 
 
 AgentSpec = Annotated[Union[NativeAgentSpec, ACPAgentSpec, ClaudeSDKAgentSpec], Field(discriminator="kind")]

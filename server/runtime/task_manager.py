@@ -31,7 +31,6 @@ class TaskManager:
         self.settings = settings
         self.hooks = hooks
         self._run_child = run_child
-        self._limits: dict[str, asyncio.Semaphore] = {}
 
     def subagent_types(self, host: ConversationHost) -> dict[str, SubagentType]:
         return self.hooks.subagent_types(host.workspace)
@@ -58,8 +57,7 @@ class TaskManager:
                 is_error=True,
             )
         # The limit is per parent conversation: the calls of one response share it.
-        limit = self._limits.setdefault(host.conversation_id, asyncio.Semaphore(self.settings.max_parallel_subagents))
-        async with limit:
+        async with host.subagent_slots(self.settings.max_parallel_subagents):
             child = await host.start_subagent(
                 tool_call_id,
                 subagent_type=agent_type.name,
@@ -90,9 +88,6 @@ class TaskManager:
         answer = answer or ""
         await host.finish_subagent(child, status="completed", result=answer)
         return ToolResult(f"Sub-agent {label} completed.\n\n{answer}")
-
-    def forget(self, conversation_id: str) -> None:
-        self._limits.pop(conversation_id, None)
 
 
 def child_agent_spec(parent_agent: dict[str, Any], agent_type: SubagentType) -> dict[str, Any]:

@@ -1,0 +1,91 @@
+"""Live delivery: events per second from the runtime to one WebSocket client, next to the
+ceiling measured in the same run: a bare ``websockets`` server pushing pre-serialized frames of
+the same size on loopback. Then emit-to-client latency at 1,000 events/s.
+
+    .venv/bin/python bench/delivery.py [--events 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+import websockets
+from common import SocketClient, isolated_settings, paced_emit, taskwire_server
+from rich.console import Console
+from rich.table import Table
+
+from server.events import ActionEvent
+
+
+async def bare_ceiling(count: int, frame: str) -> dict:
+    """A bare websockets server sending ``count`` copies of ``frame`` as fast as it can."""
+    done = asyncio.Event()
+
+    async def handler(socket) -> None:  # type: ignore[no-untyped-def]
+        for _ in range(count):
+            await socket.send(frame)
+        await done.wait()
+
+    async with websockets.serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        async with SocketClient(f"ws://127.0.0.1:{port}/", count=count) as client:
+            result = await client.result()
+        done.set()
+    return result
+
+
+async def taskwire_burst(folder: Path, count: int) -> tuple[dict, float]:
+    async with taskwire_server(isolated_settings(folder, ws_queue_size=count * 2)) as server:
+        record = await server.runtime.create({"kind": "native"}, run=False)
+        host = await server.runtime.host(record.id)
+        url = f"{server.ws_url}/sockets/events/{record.id}?resend_mode=since&after_seq=1000000000"
+        async with SocketClient(url, count=count) as client:
+            started = time.perf_counter()
+            await paced_emit(host.emit, count, rate=0)
+            emit_seconds = time.perf_counter() - started
+            return await client.result(), count / emit_seconds
+
+
+async def taskwire_latency(folder: Path, count: int) -> dict:
+    async with taskwire_server(isolated_settings(folder)) as server:
+        record = await server.runtime.create({"kind": "native"}, run=False)
+        host = await server.runtime.host(record.id)
+        url = f"{server.ws_url}/sockets/events/{record.id}?resend_mode=since&after_seq=1000000000"
+        async with SocketClient(url, count=count, latency=True) as client:
+            await paced_emit(host.emit, count, rate=1000.0)
+            return await client.result()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--latency-events", type=int, default=5_000)
+    args = parser.parse_args()
+    sample = ActionEvent(tool_name="think", tool_call_id="bench-0", arguments={"thought": "step 0"}, seq=1).to_json()
+    with tempfile.TemporaryDirectory() as tmp:
+        ceiling = await bare_ceiling(args.events, sample)
+        burst, emit_rate = await taskwire_burst(Path(tmp) / "burst", args.events)
+        latency = await taskwire_latency(Path(tmp) / "latency", args.latency_events)
+    table = Table(title=f"live delivery to one WebSocket client ({args.events:,} events of {len(sample)} bytes)")
+    table.add_column("path")
+    table.add_column("events/s", justify="right")
+    bare_rate = ceiling["frames"] / ceiling["seconds"]
+    ours = burst["frames"] / burst["seconds"]
+    table.add_row("bare websockets server, pre-serialized frames (ceiling)", f"{bare_rate:,.0f}")
+    table.add_row("taskwire: emit -> store -> bus -> socket", f"{ours:,.0f}")
+    table.add_row("taskwire: emit rate (durable appends)", f"{emit_rate:,.0f}")
+    console = Console()
+    console.print(table)
+    console.print(f"taskwire / ceiling: [bold]{ours / bare_rate:.2f}[/bold] (target >= 0.25)")
+    console.print(
+        f"at 1,000 events/s: emit-to-client p50 {latency['p50_ms']:.2f} ms, p99 [bold]{latency['p99_ms']:.2f} ms[/bold]"
+        f" over {latency['frames']} events (target p99 <= 5 ms)"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
