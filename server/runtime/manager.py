@@ -136,19 +136,26 @@ class Runtime:
         host = await self.host(conversation_id)
         if host.running:
             raise ConversationRunning(conversation_id)
-        host.task = asyncio.create_task(self._run_root(host), name=f"run {conversation_id}")
+        started = asyncio.Event()
+        host.task = asyncio.create_task(self._run_root(host, started), name=f"run {conversation_id}")
+        # Return once `running` is recorded, so a client that reads the status next sees this run.
+        waiter = asyncio.create_task(started.wait())
+        await asyncio.wait({waiter, host.task}, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
 
-    async def _run_root(self, host: ConversationHost) -> None:
+    async def _run_root(self, host: ConversationHost, started: asyncio.Event) -> None:
         try:
-            await self.drive(host)
+            await self.drive(host, started)
         except BackendError:
             pass  # recorded in the stream by drive()
 
-    async def drive(self, host: ConversationHost) -> str | None:
+    async def drive(self, host: ConversationHost, started: asyncio.Event | None = None) -> str | None:
         """Run ``host``'s backend once, recording status changes and failures in its stream.
         Raises ``BackendError`` (already recorded) so a parent can report its sub-agent's failure."""
         host.clear_pause()
         await host.set_status("running")
+        if started is not None:
+            started.set()
         try:
             backend = await host.backend()
             answer = await backend.run(host)

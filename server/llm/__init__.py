@@ -1,0 +1,51 @@
+"""LLM clients: OpenAI-compatible, Anthropic Messages, and the scripted model.
+
+``make_llm`` picks one from an agent's ``llm`` config, falling back to the server's
+``OH_LLM_*`` settings for every field the config leaves out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.errors import LLMError
+from server.llm.anthropic import AnthropicLLM
+from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec
+from server.llm.openai import OpenAILLM
+from server.llm.scripted import ScriptedLLM
+from server.settings import Settings
+
+__all__ = [
+    "LLM",
+    "AnthropicLLM",
+    "ChatMessage",
+    "LLMRequest",
+    "LLMResponse",
+    "OpenAILLM",
+    "ScriptedLLM",
+    "ToolCall",
+    "ToolSpec",
+    "make_llm",
+]
+
+
+def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
+    """The LLM for ``config`` (``{"api", "model", "base_url", "api_key", "script"}``, any of
+    them omitted). Raises ``LLMError`` for an unknown ``api`` or a scripted model without a
+    usable script."""
+    merged = settings.llm_defaults()
+    merged.update({k: v for k, v in (config or {}).items() if v is not None})
+    api = merged.get("api")
+    if api == "scripted":
+        if not merged.get("script"):
+            raise LLMError("the scripted LLM needs a script (llm.script or OH_LLM_SCRIPT)")
+        return ScriptedLLM(merged["script"])
+    if api in ("openai", "anthropic"):
+        client = OpenAILLM if api == "openai" else AnthropicLLM
+        return client(
+            model=str(merged.get("model") or settings.llm_model),
+            base_url=merged.get("base_url"),
+            api_key=merged.get("api_key"),
+            timeout=float(merged.get("timeout") or settings.llm_timeout),
+        )
+    raise LLMError(f"unknown LLM api {api!r}; expected openai, anthropic or scripted")

@@ -1,0 +1,68 @@
+"""``ScriptedLLM``: the scripted model in process, implementing the ``LLM`` protocol."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from server.errors import LLMError
+from server.llm.base import LLMRequest, LLMResponse, OnDelta
+from server.llm.script import (
+    Script,
+    ScriptRequest,
+    canonical_json,
+    count_assistant_turns,
+    text_chunks,
+)
+
+
+class ScriptedLLM:
+    """Answers from a ``Script``: text streams to ``on_delta`` in a few chunks; an ``error``
+    turn or an extra call raises ``LLMError``. Tool call ids default to
+    ``call_<lane>_<turn>_<n>``."""
+
+    def __init__(self, script: Script | str | Path | Mapping[str, Any]) -> None:
+        self.script = Script.load(script)
+
+    async def complete(self, request: LLMRequest, on_delta: OnDelta | None = None) -> LLMResponse:
+        step = self.script.select(script_request(request), id_prefix="call")
+        if step.delay:
+            await asyncio.sleep(step.delay)
+        if step.error is not None:
+            raise LLMError(f"scripted model failed (lane {step.lane}, turn {step.turn}): {step.error}")
+        if on_delta is not None:
+            for chunk in text_chunks(step.text):
+                await on_delta(chunk)
+        return LLMResponse(
+            id=f"scripted_{step.response_id}",
+            text=step.text,
+            tool_calls=step.tool_calls,
+            stop_reason="tool_use" if step.tool_calls else "end_turn",
+            usage=step.usage,
+        )
+
+    def unused_steps(self) -> list[tuple[str, int]]:
+        """The script's steps never served (see ``Script.unused_steps``)."""
+        return self.script.unused_steps()
+
+    async def aclose(self) -> None:
+        return None
+
+
+def script_request(request: LLMRequest) -> ScriptRequest:
+    """The selecting view of an in-process request."""
+    users = [m.content for m in request.messages if m.role == "user"]
+    chars = len(request.system) + sum(
+        len(m.content) + sum(len(c.name) + len(canonical_json(c.arguments)) for c in m.tool_calls)
+        for m in request.messages
+    )
+    return ScriptRequest(
+        system=request.system,
+        first_user=users[0] if users else "",
+        last_user=users[-1] if users else "",
+        assistant_turns=count_assistant_turns([m.role for m in request.messages]),
+        tools=tuple(t.name for t in request.tools),
+        prompt_chars=chars,
+    )

@@ -1,0 +1,192 @@
+"""The script format and its stateless lane/turn selection, without any I/O."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from server.errors import LLMError
+from server.llm.script import Script, ScriptRequest, count_assistant_turns
+from tests.llm.conftest import DEMO
+
+SCRIPT = """
+lanes:
+  - name: sub-a
+    match: {first_user_ends_with: "do A."}
+    turns:
+      - tool_calls:
+          - {name: terminal, arguments: {command: echo a}}
+      - text: A done
+  - name: reviewer
+    match: {system_contains: "You review code"}
+    turns:
+      - text: looks fine
+  - name: main
+    turns:
+      - text: hello
+        tool_calls:
+          - {name: task, arguments: {prompt: do A.}}
+          - {name: task, id: my-own-id, arguments: {prompt: do B.}}
+      - text: bye
+"""
+
+
+def request(first_user: str = "go", *, turns: int = 0, system: str = "", last_user: str | None = None,
+            tools: tuple[str, ...] = ()) -> ScriptRequest:
+    return ScriptRequest(
+        system=system,
+        first_user=first_user,
+        last_user=first_user if last_user is None else last_user,
+        assistant_turns=turns,
+        tools=tools,
+        prompt_chars=len(system) + len(first_user),
+    )
+
+
+def test_lane_is_chosen_by_first_user_message_and_turn_by_history_length() -> None:
+    script = Script.load(SCRIPT)
+    assert script.select(request("Please do A.")).tool_calls[0].arguments == {"command": "echo a"}
+    assert script.select(request("Please do A.", turns=1)).text == "A done"
+    assert script.select(request("Start", turns=1)).text == "bye"
+
+
+def test_interleaved_lanes_do_not_disturb_each_other() -> None:
+    script = Script.load(SCRIPT)
+    steps = [
+        script.select(request("Start")),
+        script.select(request("Please do A.")),
+        script.select(request("x", system="You review code carefully")),
+        script.select(request("Please do A.", turns=1)),
+        script.select(request("Start", turns=1)),
+    ]
+    assert [(s.lane, s.turn) for s in steps] == [
+        ("main", 0), ("sub-a", 0), ("reviewer", 0), ("sub-a", 1), ("main", 1)
+    ]
+    assert script.unused_steps() == []
+
+
+def test_tool_call_ids_are_derived_from_lane_turn_and_position_unless_given() -> None:
+    script = Script.load(SCRIPT)
+    calls = script.select(request("Start"), id_prefix="toolu").tool_calls
+    assert [c.id for c in calls] == ["toolu_main_0_0", "my-own-id"]
+    assert script.select(request("Start"), id_prefix="call").tool_calls[0].id == "call_main_0_0"
+
+
+def test_extra_call_fails_loudly_and_is_recorded() -> None:
+    script = Script.load(SCRIPT)
+    with pytest.raises(LLMError, match="script exhausted for lane sub-a at turn 2"):
+        script.select(request("Please do A.", turns=2))
+    assert script.failures == ["script exhausted for lane sub-a at turn 2"]
+
+
+def test_request_without_a_matching_lane_fails_when_there_is_no_default() -> None:
+    script = Script.load({"lanes": [{"name": "only", "match": {"first_user_contains": "x"},
+                                     "turns": [{"text": "hi"}]}]})
+    with pytest.raises(LLMError, match="no lane matches"):
+        script.select(request("something else"))
+
+
+def test_unused_steps_lists_what_was_never_served() -> None:
+    script = Script.load(SCRIPT)
+    script.select(request("Start"))
+    assert script.unused_steps() == [("sub-a", 0), ("sub-a", 1), ("reviewer", 0), ("main", 1)]
+    assert script.status()["unused"][0] == {"lane": "sub-a", "turn": 0}
+
+
+def test_match_conditions_all_have_to_hold() -> None:
+    script = Script.load({"lanes": [
+        {"name": "both", "match": {"first_user_contains": "fix", "has_tool": "Bash"},
+         "turns": [{"text": "both"}]},
+        {"name": "exact", "match": {"first_user_equals": "fix it"}, "turns": [{"text": "exact"}]},
+        {"name": "late", "match": {"last_user_contains": "[SUGGEST"}, "turns": [{"text": ""}]},
+    ]})
+    assert script.select(request("fix it", tools=("Bash",))).lane == "both"
+    assert script.select(request("  fix it \n")).lane == "exact"
+    assert script.select(request("fix it", last_user="[SUGGEST now]", turns=0)).lane == "exact"
+    assert script.select(request("hello", last_user="[SUGGEST now]")).lane == "late"
+
+
+def test_repeat_lane_answers_every_time_and_optional_lane_is_never_unused() -> None:
+    script = Script.load({"presets": ["claude_code"], "lanes": [{"name": "main", "turns": [{"text": "x"}]}]})
+    title = request("<session>hi</session>", system="You are naming a coding session so ...")
+    for turns in (0, 0, 5):
+        assert script.select(request(title.first_user, system=title.system, turns=turns)).text.startswith(
+            '{"title"'
+        )
+    assert script.unused_steps() == [("main", 0)]
+
+
+def test_a_lane_of_the_script_replaces_the_preset_lane_of_the_same_name() -> None:
+    script = Script.load({"presets": ["claude_code"], "lanes": [
+        {"name": "claude-code-title", "optional": True, "match": {"system_contains": "naming"},
+         "turns": [{"text": '{"title": "Mine"}'}]},
+        {"name": "main", "turns": [{"text": "x"}]},
+    ]})
+    assert script.select(request("s", system="naming")).text == '{"title": "Mine"}'
+
+
+def test_error_turn_fails_every_time_or_only_the_first_n_times() -> None:
+    script = Script.load({"lanes": [{"name": "main", "turns": [
+        {"error": "overloaded", "status": 529, "fail_times": 1, "text": "recovered"},
+        {"error": "always broken"},
+    ]}]})
+    first = script.select(request())
+    assert (first.error, first.status, first.text) == ("overloaded", 529, "")
+    second = script.select(request())
+    assert (second.error, second.text) == (None, "recovered")
+    assert script.select(request(turns=1)).error == "always broken"
+
+
+def test_usage_is_fixed_when_given_and_otherwise_derived_deterministically() -> None:
+    fixed = Script.load({"usage": {"input_tokens": 7, "output_tokens": 3}, "lanes": [
+        {"name": "main", "turns": [{"text": "a"}, {"text": "b", "usage": {"input_tokens": 1}}]}]})
+    assert fixed.select(request()).usage.model_dump() == {
+        "input_tokens": 7, "output_tokens": 3, "cache_read_tokens": 0, "llm_calls": 1}
+    assert fixed.select(request(turns=1)).usage.input_tokens == 1
+
+    derived = Script.load({"lanes": [{"name": "main", "turns": [{"text": "x" * 40}]}]})
+    long_prompt = request("y" * 400)
+    assert derived.select(long_prompt).usage == derived.select(long_prompt).usage
+    assert derived.select(long_prompt).usage.input_tokens == 100
+    assert derived.select(long_prompt).usage.output_tokens == 10
+
+
+@pytest.mark.parametrize(
+    ("script", "reason"),
+    [
+        ("lanes: []", "lanes: List should have at least 1 item"),
+        ("lanes:\n  - {name: main, turns: [{}]}", "a turn needs `text`, `tool_calls` or `error`"),
+        ("lanes:\n  - {name: a, turns: [{text: x}]}\n  - {name: b, turns: [{text: y}]}",
+         "at most one lane may omit `match`"),
+        ("lanes:\n  - {name: a, turns: [{text: x}]}\n  - {name: a, match: {has_tool: T}, turns: [{text: y}]}",
+         "repeated: a"),
+        ("lanes:\n  - {name: a, turns: [{text: x, colour: red}]}", "colour: Extra inputs are not permitted"),
+        ("lanes:\n  - {name: 'a b', turns: [{text: x}]}", "lanes.0.name"),
+        ("lanes: [", "not valid YAML"),
+        ("- just\n- a list\n", "expected a mapping"),
+    ],
+)
+def test_invalid_script_is_rejected_with_a_readable_reason(script: str, reason: str) -> None:
+    with pytest.raises(LLMError) as caught:
+        Script.load(script if "\n" in script else script + "\n")
+    assert reason in caught.value.detail
+
+
+def test_script_loads_from_a_path_and_a_missing_file_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(SCRIPT)
+    assert Script.load(path).spec.lanes[0].name == "sub-a"
+    assert Script.load(str(path)).spec.lanes[0].name == "sub-a"
+    with pytest.raises(LLMError, match="script file not found: .*nope.yaml"):
+        Script.load(str(tmp_path / "nope.yaml"))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DEMO.glob("*.yaml")))
+def test_demo_scripts_are_valid(name: str) -> None:
+    assert Script.load(DEMO / name).unused_steps()
+
+
+def test_consecutive_assistant_messages_count_as_one_turn() -> None:
+    assert count_assistant_turns(["user", "assistant", "assistant", "user", "assistant"]) == 2
+    assert count_assistant_turns(["user"]) == 0
