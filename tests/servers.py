@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,8 @@ async def serve_app(app: Any) -> AsyncIterator[str]:
     """Serve ``app`` on 127.0.0.1 at a free port; yields its base URL (``http://127.0.0.1:N``)."""
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws="websockets-sansio", lifespan="on")
     server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    # Leave SIGINT to pytest: a test server must not take over the process's signals.
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

@@ -50,13 +50,21 @@ class ACPAgentSpec(_Spec):
     command: str
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    """Merged over the server's environment."""
     cwd: str | None = None
-    """Default: the conversation's workspace."""
+    """Default: the conversation's workspace (a relative path is taken from there)."""
     session_mode: str | None = "default"
+    """Set on the new session when the agent offers modes (``None``: leave the agent's own).
+    Claude Code starts in ``auto``, which asks a classifier model about every Agent call."""
     permissions: Literal["allow", "deny"] = "allow"
+    """How the agent's permission requests are answered."""
     startup_timeout: float = Field(default=60.0, gt=0)
+    """Seconds for the process to start and answer initialize, session/new and set_mode."""
     idle_timeout: float = Field(default=600.0, gt=0)
     """Seconds without any update from the agent before the turn is failed."""
+    subagent_text: bool = True
+    """Ask the agent for its sub-agents' text (claude-agent-acp's ``forwardSubagentText``); it
+    lands in the sub-agents' own streams, never in the parent's message."""
 
 
 ClaudePermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
@@ -79,8 +87,9 @@ class ClaudeSDKAgentSpec(_Spec):
     system_prompt: str | None = None
     """Replaces Claude Code's system prompt."""
     max_turns: int | None = Field(default=None, ge=1)
-    forward_subagent_text: bool = True
-    """Ask Claude Code for its sub-agents' prose too, not only their tool calls."""
+    subagent_text: bool = True
+    """Ask Claude Code for its sub-agents' text too (the SDK's ``forward_subagent_text``), not only
+    their tool calls; it lands in the sub-agents' own streams, never in the parent's message."""
     idle_timeout: float = Field(default=600.0, gt=0)
     """Seconds without any message from Claude Code before the turn is failed."""
     replay: str | None = None

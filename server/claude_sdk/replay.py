@@ -1,0 +1,91 @@
+"""ReplaySession: a recorded SDK transcript played as if Claude Code were sending it.
+
+Chosen by the agent spec's ``replay`` (a path), as the scripted LLM is chosen by a setting: the
+backend and its dispatcher run exactly as with the real CLI, only the messages come from a
+file. Each prompt plays the transcript's next turn: its messages up to the result that answers
+a prompt (patched to name this prompt), and, after the last such result, everything left
+(a background sub-agent finishing after the result, say).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from claude_agent_sdk import ResultMessage
+
+from server.claude_sdk.transcript import load_transcript
+from server.errors import ClaudeSDKError
+
+_END = object()
+
+
+def split_turns(messages: list[Any]) -> list[list[Any]]:
+    """The transcript cut after each result that answers a prompt (one Claude Code did not
+    start by itself); what follows the last one stays with it."""
+    turns: list[list[Any]] = [[]]
+    for message in messages:
+        turns[-1].append(message)
+        if isinstance(message, ResultMessage) and message.origin is None:
+            turns.append([])
+    tail = turns.pop()
+    if tail and len(turns) > 0:
+        turns[-1].extend(tail)
+    elif tail:
+        turns.append(tail)
+    return turns
+
+
+class ReplaySession:
+    """Implements ``MessageSource`` from a transcript."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        self._turns = split_turns(messages)
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._prompt_id: str | None = None
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ReplaySession:
+        return cls(load_transcript(path))
+
+    async def connect(self) -> None:
+        return None
+
+    async def query(self, text: str, prompt_id: str) -> None:
+        if not self._turns:
+            raise ClaudeSDKError("the replayed transcript has no turn left for this prompt", code="replay_exhausted")
+        self._prompt_id = prompt_id
+        for message in self._turns.pop(0):
+            self._queue.put_nowait(self._answering(message))
+
+    def _answering(self, message: Any) -> Any:
+        if isinstance(message, ResultMessage) and message.origin is None and self._prompt_id:
+            return dataclasses.replace(
+                message, user_message_uuid=self._prompt_id, user_message_uuids=[self._prompt_id]
+            )
+        return message
+
+    async def receive(self) -> AsyncIterator[Any]:
+        while True:
+            message = await self._queue.get()
+            if message is _END:
+                return
+            yield message
+
+    async def interrupt(self) -> None:
+        # What Claude Code does: drop the rest of the turn, answer with an aborted result.
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        self._queue.put_nowait(
+            self._answering(
+                ResultMessage(
+                    subtype="error_during_execution", duration_ms=0, duration_api_ms=0, is_error=True,
+                    num_turns=0, session_id="replay", terminal_reason="aborted_streaming",
+                )
+            )
+        )
+
+    async def close(self) -> None:
+        self._queue.put_nowait(_END)

@@ -1,0 +1,84 @@
+"""Recorded SDK transcripts: one JSON object a line per message the SDK yielded.
+
+The format of ``../shared/fixtures/claude-agent-sdk/*.sdk.jsonl``: ``{"type": <the message's
+class name>, "raw": <its dataclass as a dict>, ...}`` (other keys are annotations and ignored).
+Content blocks lose their class in ``raw``; it is recovered from their fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import claude_agent_sdk as sdk
+
+from server.errors import ClaudeSDKError
+
+_MESSAGE_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        sdk.AssistantMessage, sdk.UserMessage, sdk.SystemMessage, sdk.ResultMessage, sdk.StreamEvent,
+        sdk.TaskStartedMessage, sdk.TaskProgressMessage, sdk.TaskUpdatedMessage,
+        sdk.TaskNotificationMessage, sdk.RateLimitEvent, sdk.HookEventMessage,
+    )
+}
+# A block's class by its fields (asdict drops the class; the field sets are distinct).
+_BLOCK_TYPES: list[tuple[frozenset[str], type]] = [
+    (frozenset({"tool_use_id", "content", "is_error"}), sdk.ToolResultBlock),
+    (frozenset({"id", "name", "input"}), sdk.ToolUseBlock),
+    (frozenset({"thinking", "signature"}), sdk.ThinkingBlock),
+    (frozenset({"text"}), sdk.TextBlock),
+    (frozenset({"tool_use_id", "content"}), sdk.ServerToolResultBlock),
+]
+
+
+def message_from_record(record: dict[str, Any]) -> Any:
+    """The SDK message a transcript line records. Raises ``ClaudeSDKError`` for an unknown type."""
+    cls = _MESSAGE_TYPES.get(str(record.get("type")))
+    if cls is None:
+        raise ClaudeSDKError(f"transcript: unknown message type {record.get('type')!r}", code="bad_transcript")
+    raw = dict(record.get("raw") or {})
+    if isinstance(raw.get("content"), list) and cls in (sdk.AssistantMessage, sdk.UserMessage):
+        raw["content"] = [_block(b) for b in raw["content"]]
+    if cls is sdk.ResultMessage and isinstance(raw.get("deferred_tool_use"), dict):
+        raw["deferred_tool_use"] = sdk.DeferredToolUse(**raw["deferred_tool_use"])
+    if cls is sdk.RateLimitEvent and isinstance(raw.get("rate_limit_info"), dict):
+        raw["rate_limit_info"] = sdk.RateLimitInfo(**raw["rate_limit_info"])
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in raw.items() if k in names})
+
+
+def record_of(message: Any) -> dict[str, Any]:
+    """A transcript line for ``message`` (the inverse of ``message_from_record``)."""
+    return {
+        "type": type(message).__name__,
+        "parent_tool_use_id": getattr(message, "parent_tool_use_id", None),
+        "raw": dataclasses.asdict(message),
+    }
+
+
+def load_transcript(path: str | Path) -> list[Any]:
+    """Every message of a transcript file, in order."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ClaudeSDKError(f"cannot read transcript {path}: {exc}", code="bad_transcript") from exc
+    return [message_from_record(json.loads(line)) for line in lines if line.strip()]
+
+
+def dump_transcript(messages: list[Any], path: str | Path) -> None:
+    """Write ``messages`` as a transcript file."""
+    lines = [json.dumps(record_of(m), default=str) for m in messages]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _block(data: Any) -> Any:
+    if not isinstance(data, dict):
+        return data
+    keys = frozenset(data)
+    for fields, cls in _BLOCK_TYPES:
+        if fields <= keys:
+            return cls(**{k: data[k] for k in fields})
+    return data

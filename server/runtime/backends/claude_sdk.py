@@ -1,0 +1,210 @@
+"""The ``claude_sdk`` backend: Claude Code driven through the ``claude-agent-sdk`` package.
+
+One Claude Code session per conversation, started at the first run and closed with the
+conversation. A pump task reads every SDK message of the session, for as long as it lives, and
+hands each to the ``ClaudeDispatcher`` (``server/claude_sdk/dispatch.py``), the one place that
+decides what a message means; this module only carries out its actions through hosts: the
+conversation's own for the main agent, and one child host per Claude Code sub-agent (started with
+``host.start_subagent`` under the lane that spawned it). So a sub-agent finishing after the
+run's result still lands in its own stream, and no run waits for it.
+
+``run`` sends each user message as a prompt and waits for the result that answers it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from pydantic import ValidationError
+
+from server.claude_sdk import ROOT, Action, ClaudeDispatcher, CountUsage, Emit, Lane, TurnEnded
+from server.claude_sdk.replay import ReplaySession
+from server.claude_sdk.session import ClaudeCodeSession, MessageSource, claude_options
+from server.errors import BackendError, ClaudeSDKError
+from server.events import SubagentFinishedEvent, SubagentStartedEvent
+from server.events.models import new_id
+from server.runtime.backends.base import AgentHost
+from server.runtime.specs import ClaudeSDKAgentSpec
+
+log = logging.getLogger(__name__)
+
+DRAIN_TIMEOUT = 10.0
+"""Seconds the next prompt waits for an interrupted turn's result before it is sent anyway."""
+INTERRUPT_TIMEOUT = 10.0
+
+
+class ClaudeSDKBackend:
+    """Drives one conversation's Claude Code session. Implements ``AgentBackend``."""
+
+    def __init__(self, spec: ClaudeSDKAgentSpec, source: MessageSource) -> None:
+        self.spec = spec
+        self.source = source
+        self.dispatcher = ClaudeDispatcher()
+        self._hosts: dict[Lane, AgentHost] = {}
+        self._pump: asyncio.Task[None] | None = None
+        self._failure: ClaudeSDKError | None = None
+        self._lock = asyncio.Lock()
+        self._turn_end: asyncio.Future[TurnEnded] | None = None
+        self._drained = asyncio.Event()
+        self._last_message = 0.0
+        self._closed = False
+
+    @classmethod
+    def from_spec(cls, agent: dict[str, Any], host: AgentHost) -> ClaudeSDKBackend:
+        """The backend for a conversation's ``agent`` spec: the real CLI, or a ``replay`` file."""
+        try:
+            spec = ClaudeSDKAgentSpec.model_validate(agent)
+        except ValidationError as exc:
+            raise BackendError(f"invalid claude_sdk agent: {exc}", code="bad_agent") from exc
+        if spec.replay:
+            return cls(spec, ReplaySession.from_file(spec.replay))
+        return cls(spec, ClaudeCodeSession(claude_options(spec, host.workspace)))
+
+    # -- running --------------------------------------------------------------------------
+
+    async def run(self, host: AgentHost) -> str | None:
+        self._hosts[ROOT] = host
+        await self._start()
+        answer: str | None = None
+        while not host.pause_requested:
+            prompts = host.take_user_messages()
+            if not prompts:
+                return answer
+            for text in prompts:
+                answer = await self.run_turn(text)
+        return None
+
+    async def run_turn(self, text: str) -> str | None:
+        """Send one prompt; its answer, once the result that answers it has come."""
+        if self._failure is not None:
+            raise self._failure
+        await self._wait_drained()
+        loop = asyncio.get_running_loop()
+        async with self._lock:
+            await self._apply(self.dispatcher.begin_turn(prompt_id := new_id()))
+            self._turn_end = loop.create_future()
+            self._last_message = loop.time()
+        try:
+            await self.source.query(text, prompt_id)
+            end = await self._await_turn_end()
+        except (asyncio.CancelledError, ClaudeSDKError):
+            if self.dispatcher.turn_active:
+                await self._interrupt()
+            raise
+        finally:
+            self._turn_end = None
+        if end.error is not None:
+            raise ClaudeSDKError(end.error, code=end.code)
+        return end.answer
+
+    async def _await_turn_end(self) -> TurnEnded:
+        assert self._turn_end is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            quiet_for = loop.time() - self._last_message
+            if quiet_for >= self.spec.idle_timeout:
+                raise ClaudeSDKError(
+                    f"no message from Claude Code for {self.spec.idle_timeout:g} s", code="idle_timeout"
+                )
+            done, _ = await asyncio.wait({self._turn_end}, timeout=self.spec.idle_timeout - quiet_for)
+            if done:
+                return self._turn_end.result()
+
+    async def _interrupt(self) -> None:
+        # Closing comes first and never waits on Claude Code: an interrupt must not hang.
+        async with self._lock:
+            await self._apply(self.dispatcher.interrupt())
+            self._drained.clear()
+        with contextlib.suppress(ClaudeSDKError, asyncio.TimeoutError):
+            await asyncio.wait_for(self.source.interrupt(), INTERRUPT_TIMEOUT)
+
+    async def _wait_drained(self) -> None:
+        if self.dispatcher.draining:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), DRAIN_TIMEOUT)
+
+    # -- the session and its pump ---------------------------------------------------------
+
+    async def _start(self) -> None:
+        if self._pump is not None:
+            return
+        await self.source.connect()
+        self._pump = asyncio.create_task(self._pump_messages(), name="claude_sdk pump")
+
+    async def _pump_messages(self) -> None:
+        """Every message of the session, through the dispatcher, until the session ends."""
+        try:
+            async for message in self.source.receive():
+                self._last_message = asyncio.get_running_loop().time()
+                async with self._lock:
+                    await self._apply(self.dispatcher.feed(message))
+                    if not self.dispatcher.draining:
+                        self._drained.set()
+        except ClaudeSDKError as exc:
+            failure = exc
+        else:
+            if self._closed:
+                return
+            failure = ClaudeSDKError("Claude Code exited", code="claude_code_exited")
+        self._failure = failure
+        async with self._lock:
+            await self._apply(self.dispatcher.stop(failure.detail, code=failure.code))
+
+    async def _apply(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, Emit):
+                await self._emit(action.lane, action)
+            elif isinstance(action, CountUsage):
+                host = self._hosts.get(action.lane)
+                if host is not None:
+                    await host.add_usage(action.usage)
+            elif isinstance(action, TurnEnded):
+                if self._turn_end is not None and not self._turn_end.done():
+                    self._turn_end.set_result(action)
+
+    async def _emit(self, lane: Lane, action: Emit) -> None:
+        event = action.event
+        if isinstance(event, SubagentStartedEvent):
+            parent = self._hosts.get(self.dispatcher.parent_lane(lane)) or self._hosts[ROOT]
+            self._hosts[lane] = await parent.start_subagent(
+                str(lane), subagent_type=event.subagent_type, description=event.description,
+                agent=self._subagent_agent(),
+            )
+        elif isinstance(event, SubagentFinishedEvent):
+            child = self._hosts.pop(lane, None)
+            parent = self._hosts.get(self.dispatcher.parent_lane(lane)) or self._hosts[ROOT]
+            if child is not None:
+                await parent.finish_subagent(child, status=event.status, result=event.result, usage=event.usage)
+        else:
+            host = self._hosts.get(lane)
+            if host is None:
+                log.warning("claude_sdk: dropped %s for lane %s that never started", event.kind, lane)
+                return
+            await host.emit(event)
+
+    def _subagent_agent(self) -> dict[str, Any]:
+        # What a Claude Code sub-agent's record says it is; never the parent's env (secrets).
+        return {"kind": "claude_sdk", **({"model": self.spec.model} if self.spec.model else {})}
+
+    # -- the end --------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop the pump, close what is still open, end the Claude Code process. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(ClaudeSDKError):
+            await self.source.close()
+        if self._pump is not None:
+            self._pump.cancel()
+            await asyncio.gather(self._pump, return_exceptions=True)
+        if ROOT not in self._hosts:
+            return
+        try:
+            async with self._lock:
+                await self._apply(self.dispatcher.stop("Claude Code was stopped with its conversation"))
+        except Exception:  # closing must not fail; the store may be going away too
+            log.exception("claude_sdk: could not close the open sub-agents and calls")
