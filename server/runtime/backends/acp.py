@@ -1,0 +1,261 @@
+"""The ``acp`` agent kind: a conversation driven by an external ACP agent (e.g. Claude Code
+through ``@agentclientprotocol/claude-agent-acp``).
+
+Each user message is one ``session/prompt`` turn. While a turn runs, the session's queue
+(every message the agent sent, in wire order) is fed to the ``SessionMapper``, and its actions
+are carried out against the host: events emitted in the conversation's own stream or through
+the sub-agent the peer named, sub-agents started and finished. The subprocess starts on the
+first run and is kept across runs; ``close`` ends it.
+
+A turn ends when the agent answers the prompt, or early: cancelled (interrupt), superseded by a
+new user message, silent for ``idle_timeout``, or the agent exits. Every call still in flight
+is then closed with its parent, and failures are raised as ``ACPError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from server.acp.client import ACPSession, Incoming
+from server.acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, turn_usage
+from server.errors import ACPError
+from server.events import Event
+from server.runtime.agent_types import PROJECT_ROOT
+from server.runtime.backends.base import AgentHost
+from server.runtime.specs import ACPAgentSpec
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.25
+"""How often a waiting turn looks for a superseding message and its timeouts."""
+CANCEL_GRACE = 5.0
+"""Seconds an agent gets, after ``session/cancel``, to report its calls and answer the prompt
+before it is taken to be stuck and stopped."""
+EXIT_GRACE = 5.0
+"""Seconds to wait for the connection to close once the agent process has exited."""
+
+CLAUDE_SUBAGENT_TEXT = {"claudeCode": {"options": {"forwardSubagentText": True}}}
+"""``session/new`` ``_meta`` asking claude-agent-acp for its sub-agents' text (other agents
+ignore it)."""
+
+
+class ACPBackend:
+    """Drives one conversation through an ACP agent subprocess. Implements ``AgentBackend``."""
+
+    def __init__(self, spec: ACPAgentSpec, *, command: str, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.spec = spec
+        self.command = command
+        self.args = args
+        self.env = env
+        self.cwd = cwd
+        self._session: ACPSession | None = None
+        self._mapper = SessionMapper()
+        self._subagents: dict[str, tuple[AgentHost, AgentHost]] = {}
+        """Agent call id -> (its sub-agent's host, the host that started it)."""
+
+    @classmethod
+    def from_spec(cls, agent: dict[str, Any], host: AgentHost) -> ACPBackend:
+        """Validate ``agent`` and resolve its paths. Relative ``command``/``args`` paths that do
+        not exist in ``cwd`` but do under the project root (``peers/node_modules/...``) are made
+        absolute; ``env`` is merged over the server's environment."""
+        try:
+            spec = ACPAgentSpec.model_validate(agent)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'agent'}: {e['msg']}" for e in exc.errors())
+            raise ACPError(f"invalid acp agent: {problems}", code="bad_agent") from exc
+        cwd = host.workspace / spec.cwd if spec.cwd else host.workspace
+        return cls(
+            spec,
+            command=_project_path(spec.command, cwd),
+            args=[_project_path(arg, cwd) for arg in spec.args],
+            env={**os.environ, **spec.env},
+            cwd=cwd,
+        )
+
+    # -- runs and turns ---------------------------------------------------------------------
+
+    async def run(self, host: AgentHost) -> str | None:
+        answer = None
+        while not host.pause_requested:
+            messages = host.take_user_messages()
+            if not messages:
+                return answer
+            for text in messages:
+                answer = await self.run_turn(host, text)
+        return None
+
+    async def run_turn(self, host: AgentHost, text: str) -> str | None:
+        """One prompt turn; its final text, ``None`` if it wrote none or was superseded."""
+        session = await self.open_session()
+        stale = session.drain()
+        if stale:
+            log.debug("dropping %d message(s) the agent sent between turns", len(stale))
+        self._mapper.begin_turn()
+        prompt = session.prompt(text)
+        try:
+            return await self.follow_turn(host, session, prompt)
+        except asyncio.CancelledError:
+            await self.stop_turn(host, session, prompt, CloseReason.CANCELLED)
+            raise
+
+    async def follow_turn(self, host: AgentHost, session: ACPSession, prompt: asyncio.Task[Any]) -> str | None:
+        """Map what the agent sends until it answers the prompt (or the turn stops early)."""
+        clock = asyncio.get_running_loop().time
+        heard_at, exited_at = clock(), None
+        while True:
+            if getattr(host, "has_pending_messages", False):
+                await self.stop_turn(host, session, prompt, CloseReason.SUPERSEDED)
+                return None
+            try:
+                item = await asyncio.wait_for(session.queue.get(), POLL_SECONDS)
+            except TimeoutError:
+                if exited_at is not None and clock() - exited_at > EXIT_GRACE:
+                    await self.stop_turn(host, session, prompt, CloseReason.FAILED)
+                    raise ACPError(f"ACP agent {session.label!r} exited during the turn: {session.exit_detail()}", code="acp_crashed")
+                if clock() - heard_at > self.spec.idle_timeout:
+                    await self.stop_turn(host, session, prompt, CloseReason.TIMEOUT)
+                    raise ACPError(
+                        f"ACP agent {session.label!r} sent nothing for {self.spec.idle_timeout:g} s; the turn was stopped",
+                        code="acp_idle_timeout",
+                    )
+                continue
+            heard_at = clock()
+            if item.kind == "prompt_done":
+                return await self.finish_turn(host, session, prompt)
+            if item.kind == "exited":
+                exited_at = clock()  # its answer (or the connection's end) is on its way
+                continue
+            await self.apply(host, self.map(item))
+
+    async def finish_turn(self, host: AgentHost, session: ACPSession, prompt: asyncio.Task[Any]) -> str | None:
+        """The prompt was answered: map what came with it, close what the agent left open."""
+        await self.apply(host, [a for item in session.drain() for a in self.map(item)])
+        error = await session.prompt_error(prompt)
+        if error is not None:
+            await self.apply(host, self._mapper.abort_turn(CloseReason.FAILED).actions)
+            if error.code == "acp_crashed":
+                await self.discard_session()
+            raise error
+        usage = turn_usage(session.last_prompt_result)
+        if usage is not None:
+            await host.add_usage(usage)
+        end = self._mapper.end_turn()
+        await self.apply(host, end.actions)
+        if end.incomplete:
+            raise ACPError(
+                f"the turn ended with tool call(s) that ran but never returned a result: {', '.join(end.incomplete)}",
+                code="incomplete_tool_call",
+            )
+        return end.text
+
+    async def stop_turn(self, host: AgentHost, session: ACPSession, prompt: asyncio.Task[Any], reason: CloseReason) -> None:
+        """End a turn early: ``session/cancel``, a short grace for the agent to report its own
+        calls, then every call still in flight is closed (with its parent). An agent that does
+        not answer the cancel, or has stopped responding, is stopped."""
+        self._mapper.stopping(reason)
+        if reason is not CloseReason.TIMEOUT and session.alive:
+            try:
+                await asyncio.wait_for(session.cancel(), CANCEL_GRACE)
+                await self.await_prompt(host, session, prompt, CANCEL_GRACE)
+            except TimeoutError:
+                pass
+        if prompt.done():
+            await self.apply(host, [a for item in session.drain() for a in self.map(item)])
+        await self.apply(host, self._mapper.abort_turn(reason).actions)
+        if not prompt.done() or not session.alive:
+            await self.discard_session()
+
+    async def await_prompt(self, host: AgentHost, session: ACPSession, prompt: asyncio.Task[Any], seconds: float) -> None:
+        """Map what the agent sends until it answers the prompt, for at most ``seconds``."""
+        async with asyncio.timeout(seconds):
+            while not prompt.done():
+                item = await session.queue.get()
+                if item.kind == "exited":
+                    return
+                await self.apply(host, self.map(item))
+
+    # -- mapping and carrying out -----------------------------------------------------------
+
+    def map(self, item: Incoming) -> list[Action]:
+        if item.kind == "update":
+            update = item.payload.get("update")
+            return self._mapper.receive_update(update) if isinstance(update, dict) else []
+        if item.kind == "permission":
+            return self._mapper.receive_permission_request(item.payload)
+        return []
+
+    async def apply(self, host: AgentHost, actions: list[Action]) -> None:
+        """Carry out the mapper's actions, in order."""
+        for action in actions:
+            if isinstance(action, Emit):
+                await self.emit(host, action.event)
+            elif isinstance(action, StartSubagent):
+                parent = self.lane_host(host, action.lane)
+                child = await parent.start_subagent(
+                    action.tool_call_id, subagent_type=action.subagent_type, description=action.description
+                )
+                self._subagents[action.tool_call_id] = (child, parent)
+            elif action.tool_call_id in self._subagents:
+                child, parent = self._subagents[action.tool_call_id]
+                if action.usage is not None:
+                    await child.add_usage(action.usage)
+                await parent.finish_subagent(child, status=action.status, result=action.result, usage=action.usage)
+
+    async def emit(self, host: AgentHost, event: Event) -> None:
+        """Emit in the event's lane: this conversation, or the sub-agent its peer parent spawned.
+        The event already carries the peer's parent; the sub-agent's id completes the stamp
+        (its host keeps a full stamp: innermost wins)."""
+        child = self.lane_host(host, event.parent_tool_use_id)
+        if child is host:
+            event.parent_tool_use_id = None  # no sub-agent to carry it: it stays where it landed
+        else:
+            event.subagent_id = child.conversation_id
+        await child.emit(event)
+
+    def lane_host(self, host: AgentHost, lane: str | None) -> AgentHost:
+        """The host a lane's events go to. A lane whose sub-agent never started (a start cut
+        short by a cancel) falls back to this conversation."""
+        started = self._subagents.get(lane) if lane is not None else None
+        return started[0] if started is not None else host
+
+    # -- the session ------------------------------------------------------------------------
+
+    async def open_session(self) -> ACPSession:
+        """The live session, started (subprocess, initialize, session/new, mode) if need be."""
+        if self._session is not None and self._session.alive:
+            return self._session
+        await self.discard_session()
+        self._session = await ACPSession.start(
+            command=self.command,
+            args=self.args,
+            env=self.env,
+            cwd=self.cwd,
+            session_mode=self.spec.session_mode,
+            allow=self.spec.permissions == "allow",
+            startup_timeout=self.spec.startup_timeout,
+            session_meta=CLAUDE_SUBAGENT_TEXT if self.spec.subagent_text else None,
+        )
+        return self._session
+
+    async def discard_session(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def close(self) -> None:
+        await self.discard_session()
+
+
+def _project_path(value: str, cwd: Path) -> str:
+    """``value`` made absolute when it is a relative path found under the project root but not
+    in ``cwd`` (where the agent would look for it)."""
+    if "/" not in value or Path(value).is_absolute() or (cwd / value).exists():
+        return value
+    candidate = PROJECT_ROOT / value
+    return str(candidate) if candidate.exists() else value
