@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
 from server.acp.toolcalls import ToolCallState, parent_of, text_of
+from server.events.closing import closing_status, closing_text
 from server.events import Event, MessageEvent, StreamingDeltaEvent, Usage
 
 Lane = Union[str, None]
 
-STOPPED_BEFORE_RUN = "The tool call was stopped before it ran"
-INTERRUPTED = "The tool call was interrupted before it returned a result"
 
 
 class CloseReason(enum.Enum):
@@ -308,11 +307,9 @@ class SessionMapper:
                 status = "error"
             self._finish(sub, status, "", None, reason, actions)
         for call in [c for c in self._calls.values() if c.parent == lane and c.open]:
+            call.close(closing_status(call.ran), closing_text(call.ran, reason.value))
             if call.ran:
-                call.close("failed", f"{INTERRUPTED}: {reason.value}.")
                 self._incomplete.append(call.tool_call_id)
-            else:
-                call.close("cancelled", f"{STOPPED_BEFORE_RUN}: {reason.value}.")
             call.changed()
             actions.append(Emit(call.event()))
 

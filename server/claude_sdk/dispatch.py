@@ -43,6 +43,7 @@ from claude_agent_sdk import (
 from server.claude_sdk.actions import ROOT, Action, CountUsage, Emit, Lane, TurnEnded
 from server.claude_sdk.lanes import LaneState, StreamBlock
 from server.claude_sdk.tool_calls import ToolCall, result_text
+from server.events.closing import closing_text
 from server.events import MessageEvent, StreamingDeltaEvent, SubagentFinishedEvent, SubagentStartedEvent, Usage
 from server.events.models import SubagentStatus
 
@@ -328,7 +329,7 @@ class ClaudeDispatcher:
             lane = self._lanes.get(call.id)
             if call.spawns_subagent and lane is not None:
                 status: SubagentStatus = "error" if call.ran and not interrupted else "cancelled"
-                self._finish_lane(lane, status, call.closing_text, out)
+                self._finish_lane(lane, status, closing_text(call.ran), out)
         return ran
 
     # -- the end of a turn -----------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 from server.claude_sdk.actions import Lane
 from server.events import ACPToolCallEvent
 from server.events.models import ToolCallStatus
-from server.runtime.backends.native import INTERRUPTED, STOPPED_BEFORE_RUN
+from server.events.closing import closing_status, closing_text
 
 SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
 """Claude Code's sub-agent tool: ``Agent`` (``Task`` in older versions)."""
@@ -67,13 +67,9 @@ class ToolCall:
             is_error=is_error,
         )
 
-    @property
-    def closing_text(self) -> str:
-        return INTERRUPTED if self.ran else STOPPED_BEFORE_RUN
-
     def closed(self) -> ACPToolCallEvent:
         """The call closed by the closing rule: ``failed`` if it ran, else ``cancelled``."""
-        return self.event("failed" if self.ran else "cancelled", text=self.closing_text, is_error=True)
+        return self.event(closing_status(self.ran), text=closing_text(self.ran), is_error=True)
 
 
 def title_of(name: str, arguments: dict[str, Any]) -> str:

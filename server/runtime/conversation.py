@@ -96,6 +96,13 @@ class ConversationHost:
         if self._sink is not None:
             self._sink(record)
 
+    async def emit_in(self, conversation_id: str, event: Event) -> None:
+        """Record an already-stamped event in a stream of this tree that has no live host (a
+        sub-agent of a run that died), publishing it as its own host would have."""
+        record = await self._store.append(conversation_id, self.root_id, event)
+        if conversation_id == self.conversation_id or self.settings.forward_subagent_events:
+            self._publisher.publish(record)
+
     async def emit_status_snapshot(self) -> None:
         """Record the current status (a new conversation's first event: ``idle``)."""
         await self.emit(ConversationStateUpdateEvent(key="status", value=self.record.status))

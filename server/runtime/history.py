@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from server.events import ActionEvent, Event, MessageEvent, ObservationEvent
+from server.events.closing import INTERRUPTED
 from server.llm.base import ChatMessage, ToolCall
 
 
@@ -29,7 +30,7 @@ def messages_from_events(events: Iterable[Event]) -> list[ChatMessage]:
                     role="tool",
                     tool_call_id=call.id,
                     name=call.name,
-                    content=obs.content if obs else "The tool call was interrupted before it returned a result.",
+                    content=obs.content if obs else INTERRUPTED,
                     is_error=obs.is_error if obs else True,
                 )
             )

@@ -1,41 +1,70 @@
-"""Recovery of a run whose process died: close its open tool calls honestly."""
+"""Recovery of a run whose process died: close what it left open, honestly.
+
+Every tool call of the tree without a terminal event is closed as ``failed`` (it may have run,
+and nobody saw it end), in the stream it belongs to and with its stamps; every sub-agent that
+never finished gets its ``SubagentFinishedEvent`` with status ``error``.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from server.events import ActionEvent, ObservationEvent, parse_event
+from server.events import ACPToolCallEvent, ActionEvent, Event, ObservationEvent, SubagentFinishedEvent, parse_event
+from server.events.closing import closing_text
 from server.store import EventQuery, Store
 
 if TYPE_CHECKING:
     from server.runtime.conversation import ConversationHost
 
-INTERRUPTED = "The tool call was interrupted before it returned a result (the server running it stopped)."
+REASON = "the server running it stopped"
+TERMINAL = {"completed", "failed", "cancelled"}
+KINDS = ["ActionEvent", "ObservationEvent", "ACPToolCallEvent"]
 
 
-async def close_interrupted_calls(store: Store, host: ConversationHost) -> int:
-    """Emit a ``failed`` observation for every call of the conversation's own stream that has no
-    result: it may have run, and nobody saw it end. Returns how many were closed."""
-    query = EventQuery(root_id=host.root_id, conversation_ids=[host.conversation_id],
-                       kinds=["ActionEvent", "ObservationEvent"])
-    open_calls: dict[str, ActionEvent] = {}
+async def close_interrupted_calls(store: Store, root: ConversationHost) -> int:
+    """Close the tree's open calls and unfinished sub-agents; returns how many calls were closed."""
+    open_calls: dict[tuple[str, str], Event] = {}
+    async for conversation_id, event in _events(store, root.root_id):
+        if isinstance(event, ActionEvent):
+            open_calls[(conversation_id, event.tool_call_id)] = event
+        elif isinstance(event, ObservationEvent):
+            open_calls.pop((conversation_id, event.tool_call_id), None)
+        elif isinstance(event, ACPToolCallEvent):
+            if event.status in TERMINAL:
+                open_calls.pop((conversation_id, event.tool_call_id), None)
+            else:
+                open_calls[(conversation_id, event.tool_call_id)] = event
+    for (conversation_id, _), call in open_calls.items():
+        await root.emit_in(conversation_id, _closing(call))
+    for record in await store.tree(root.root_id):
+        if not record.is_root and (record.subagent_status or "running") == "running":
+            await store.update_conversation(record.id, subagent_status="error", result=f"interrupted: {REASON}")
+            finished = SubagentFinishedEvent(status="error", result=f"interrupted: {REASON}", usage=record.usage)
+            finished.parent_tool_use_id, finished.subagent_id = record.parent_tool_use_id, record.id
+            await root.emit_in(record.id, finished)
+    return len(open_calls)
+
+
+def _closing(call: Event) -> Event:
+    text = closing_text(True, REASON)
+    stamps = {"parent_tool_use_id": call.parent_tool_use_id, "subagent_id": call.subagent_id}
+    if isinstance(call, ACPToolCallEvent):
+        closed = call.model_copy(update={"status": "failed", "is_error": True, "content": [{"type": "text", "text": text}]})
+        fresh = ACPToolCallEvent(**closed.model_dump(exclude={"id", "timestamp", "seq"}))
+        return fresh
+    assert isinstance(call, ActionEvent)
+    return ObservationEvent(
+        tool_name=call.tool_name, tool_call_id=call.tool_call_id, content=text, is_error=True, status="failed", **stamps
+    )
+
+
+async def _events(store: Store, root_id: str):  # type: ignore[no-untyped-def]
+    query = EventQuery(root_id=root_id, kinds=KINDS)
     page_id = None
     while True:
         page = await store.search(query, limit=100, page_id=page_id)
         for record in page.items:
-            event = parse_event(record.json)
-            if isinstance(event, ActionEvent):
-                open_calls[event.tool_call_id] = event
-            elif isinstance(event, ObservationEvent):
-                open_calls.pop(event.tool_call_id, None)
+            yield record.conversation_id, parse_event(record.json)
         page_id = page.next_page_id
         if page_id is None:
-            break
-    for call in open_calls.values():
-        await host.emit(
-            ObservationEvent(
-                tool_name=call.tool_name, tool_call_id=call.tool_call_id,
-                content=INTERRUPTED, is_error=True, status="failed",
-            )
-        )
-    return len(open_calls)
+            return

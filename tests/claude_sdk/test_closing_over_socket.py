@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from server.claude_sdk.transcript import dump_transcript
-from server.runtime.backends.native import INTERRUPTED, STOPPED_BEFORE_RUN
+from server.events.closing import INTERRUPTED, STOPPED_BEFORE_RUN
 from tests.api.helpers import all_events, create
 from tests.api.socket_client import next_frame, open_socket
 from tests.claude_sdk.sdk_messages import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from server.claude_sdk import ROOT, TurnEnded
 from server.events import SubagentFinishedEvent
-from server.runtime.backends.native import INTERRUPTED, STOPPED_BEFORE_RUN
+from server.events.closing import INTERRUPTED, STOPPED_BEFORE_RUN
 from tests.claude_sdk.sdk_messages import (
     DispatchLog,
     agent_call,

@@ -13,12 +13,10 @@ from typing import Any
 
 from server.errors import BackendError, TaskwireError, ToolError
 from server.events import ActionEvent, MessageEvent, ObservationEvent, StreamingDeltaEvent
+from server.events.closing import INTERRUPTED, closing_status, closing_text
 from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall
 from server.runtime.backends.base import AgentHost
 from server.runtime.tools import Tool, ToolContext, ToolResult, parse_arguments, spec_of
-
-STOPPED_BEFORE_RUN = "The tool call was stopped before it ran."
-INTERRUPTED = "The tool call was interrupted before it returned a result."
 
 
 class NativeBackend:
@@ -155,7 +153,7 @@ class NativeBackend:
             if call.id in results:
                 continue
             ran = call.id in started
-            content = INTERRUPTED if ran else STOPPED_BEFORE_RUN
+            content = closing_text(ran)
             results[call.id] = ToolResult(content, is_error=True)
             await host.emit(
                 ObservationEvent(
@@ -163,7 +161,7 @@ class NativeBackend:
                     tool_call_id=call.id,
                     content=content,
                     is_error=True,
-                    status="failed" if ran else "cancelled",
+                    status=closing_status(ran),
                 )
             )
 
