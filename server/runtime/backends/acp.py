@@ -109,7 +109,7 @@ class ACPBackend:
         clock = asyncio.get_running_loop().time
         heard_at, exited_at = clock(), None
         while True:
-            if getattr(host, "has_pending_messages", False):
+            if host.has_pending_messages:
                 await self.stop_turn(host, session, prompt, CloseReason.SUPERSEDED)
                 return None
             try:

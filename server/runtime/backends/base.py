@@ -36,6 +36,11 @@ class AgentHost(Protocol):
         ...
 
     @property
+    def has_pending_messages(self) -> bool:
+        """True when user messages arrived that ``take_user_messages`` has not handed out yet."""
+        ...
+
+    @property
     def pause_requested(self) -> bool:
         """Set by ``POST /pause``: stop at the next safe point and return."""
         ...

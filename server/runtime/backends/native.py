@@ -50,7 +50,7 @@ class NativeBackend:
             if not response.tool_calls:
                 await host.emit(MessageEvent(role="assistant", content=response.text))
                 self.messages.append(ChatMessage(role="assistant", content=response.text))
-                if getattr(host, "has_pending_messages", False):
+                if host.has_pending_messages:
                     continue
                 return response.text
             final = await self.run_tool_calls(host, response)
