@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
@@ -65,11 +66,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 def _include_optional_routers(app: FastAPI) -> None:
     # Parts built alongside the core; each registers its own routes and auth.
-    try:
-        from server.api import sockets
-    except ImportError:
-        return
-    app.include_router(sockets.router)
+    for name in ("sockets", "viewer"):
+        try:
+            module = importlib.import_module(f"server.api.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"server.api.{name}":
+                raise  # the module is there but something it imports is not: say so
+            continue
+        app.include_router(module.router)
 
 
 async def _start_extensions(app: FastAPI) -> list:

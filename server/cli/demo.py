@@ -10,20 +10,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from typing import Any
 
 import httpx
 import websockets
 from rich.console import Console
 from rich.table import Table
 
-from server.runtime.agent_types import PROJECT_ROOT
-
-SCENARIOS = {
-    "two_subagents": "Run the demo: a command, then two sub-agents in parallel.",
-    "nested": "Run the nested demo: a sub-agent that delegates again.",
-    "hello": "Say hello with a command.",
-}
+from server.api.demo import SCENARIOS, scenario_request
+from server.cli.rows import root_finished, tool_row
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -32,43 +26,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     demo.add_argument("--api-key", help="a session API key, if the server has them")
     demo.add_argument("--scenario", default="two_subagents", choices=sorted(SCENARIOS))
     demo.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the run to end")
+    demo.add_argument("--pace", type=float, default=0.0, help="seconds each model turn waits, to watch it unfold")
     demo.set_defaults(handler=lambda args: asyncio.run(run_demo(args)))
-
-
-def tool_row(event: dict[str, Any]) -> tuple[str, str, str, str] | None:
-    """One row per tool event: (tool_call_id, status, parent_tool_use_id, title); None for others."""
-    kind = event.get("kind")
-    parent = event.get("parent_tool_use_id") or "-"
-    if kind == "ActionEvent":
-        args = event.get("arguments") or {}
-        title = args.get("command") or args.get("description") or args.get("path") or event["tool_name"]
-        return event["tool_call_id"], "in_progress", parent, f"{event['tool_name']}: {title}"
-    if kind == "ObservationEvent":
-        status = event.get("status") or ("failed" if event.get("is_error") else "completed")
-        first_line = (event.get("content") or "").strip().splitlines()
-        return event["tool_call_id"], status, parent, f"{event['tool_name']} -> {first_line[-1][:60] if first_line else ''}"
-    if kind == "ACPToolCallEvent":
-        return event["tool_call_id"], event.get("status") or "-", parent, event.get("title") or ""
-    return None
-
-
-def root_finished(event: dict[str, Any]) -> bool:
-    return (
-        event.get("kind") == "ConversationStateUpdateEvent"
-        and event.get("key") == "status"
-        and "subagent_id" not in event
-        and event.get("value") in ("finished", "error", "paused")
-    )
 
 
 async def run_demo(args: argparse.Namespace) -> int:
     console = Console()
     headers = {"X-Session-API-Key": args.api_key} if args.api_key else {}
-    script = str(PROJECT_ROOT / "config" / "demo" / f"{args.scenario}.yaml")
-    body = {
-        "agent": {"kind": "native", "llm": {"api": "scripted", "script": script}},
-        "initial_message": SCENARIOS[args.scenario],
-    }
+    body = scenario_request(args.scenario, args.pace)
     async with httpx.AsyncClient(base_url=args.url, headers=headers, timeout=30) as client:
         try:
             info = await client.get("/server_info")

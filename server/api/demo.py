@@ -1,0 +1,86 @@
+"""The scripted demo scenarios (``config/demo/*.yaml``) and ``GET /api/demo``.
+
+A scenario is started like any conversation: ``POST /api/conversations`` with the body
+``scenario_request`` builds (a native agent on the scripted LLM with the scenario's script).
+The viewer and ``taskwire demo`` both start scenarios that way; this module only names them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import yaml
+from fastapi import APIRouter, Depends, Query, Request
+
+from server.api.auth import require_api_key
+from server.runtime.agent_types import PROJECT_ROOT
+
+DEMO_DIR = PROJECT_ROOT / "config" / "demo"
+
+SCENARIOS = {
+    "two_subagents": "Run the demo: a command, then two sub-agents in parallel.",
+    "nested": "Run the nested demo: a sub-agent that delegates again.",
+    "hello": "Say hello with a command.",
+}
+"""The native scenarios, by script name, with the first message each is started with."""
+
+DEFAULT_SCENARIO = "two_subagents"
+
+PACED_MARK = "# taskwire demo: "
+"""First line of a paced (inline) scenario script, followed by the scenario's name."""
+
+router = APIRouter(tags=["demo"])
+
+
+def scenario_script(name: str) -> Path:
+    """The script file of scenario ``name``."""
+    return DEMO_DIR / f"{name}.yaml"
+
+
+def scenario_request(name: str, pace: float = 0.0) -> dict[str, Any]:
+    """The ``POST /api/conversations`` body that starts scenario ``name``. With ``pace``, every
+    model turn waits that many seconds first (an inline copy of the script), so a person can
+    watch the run unfold; without, the script file runs as fast as it can."""
+    script = str(scenario_script(name)) if pace <= 0 else paced_script(name, pace)
+    return {
+        "agent": {"kind": "native", "llm": {"api": "scripted", "script": script}},
+        "initial_message": SCENARIOS[name],
+    }
+
+
+def paced_script(name: str, pace: float) -> str:
+    """Scenario ``name``'s script as inline YAML, each turn delayed by at least ``pace`` s. Its
+    first line names the scenario (``# taskwire demo: <name>``) for clients that label runs."""
+    spec = yaml.safe_load(scenario_script(name).read_text(encoding="utf-8"))
+    for lane in spec.get("lanes") or []:
+        for turn in lane.get("turns") or []:
+            turn["delay"] = max(float(turn.get("delay") or 0), pace)
+    return f"{PACED_MARK}{name}\n" + yaml.safe_dump(spec, sort_keys=False)
+
+
+def _describe(path: Path) -> str:
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return str(spec.get("description") or "") if isinstance(spec, dict) else ""
+
+
+@router.get("/api/demo", dependencies=[Depends(require_api_key)])
+async def list_demo_scenarios(
+    request: Request,
+    pace: float = Query(default=0.0, ge=0, le=10, description="Seconds each model turn waits, to watch it unfold."),
+) -> dict[str, Any]:
+    """The demo scenarios this server offers: all of them when its LLM is the scripted one, none
+    otherwise. Each carries the ``request`` body that starts it on ``POST /api/conversations``."""
+    if request.app.state.settings.llm_api != "scripted":
+        return {"available": False, "default": None, "scenarios": []}
+    scenarios = []
+    for name in SCENARIOS:
+        path = scenario_script(name)
+        if not path.is_file():
+            continue  # an installed package without the repository's config/ folder
+        description = await asyncio.to_thread(_describe, path)
+        body = await asyncio.to_thread(scenario_request, name, pace)
+        scenarios.append({"name": name, "description": description, "request": body})
+    default = DEFAULT_SCENARIO if any(s["name"] == DEFAULT_SCENARIO for s in scenarios) else None
+    return {"available": bool(scenarios), "default": default, "scenarios": scenarios}

@@ -1,0 +1,112 @@
+// A sub-agent card: its type, description, status and token usage, a cancel button while it
+// runs, and its own timeline (which may hold the cards of its own sub-agents).
+
+import { clip, h, statusLabel, usageText } from "./dom.js";
+
+const TERMINAL = new Set(["completed", "error", "cancelled"]);
+
+function usageTotal(usage) {
+  return usage ? (usage.input_tokens || 0) + (usage.output_tokens || 0) + (usage.llm_calls || 0) : -1;
+}
+
+export class SubagentCard {
+  /**
+   * @param {string} subagentId
+   * @param {{onCancel: Function, onFollow: Function}} actions
+   */
+  constructor(subagentId, actions) {
+    this.id = subagentId;
+    this.status = "running";
+    this.usage = null;
+    this.depth = 1;
+    /** The element the card sits in (its task call's item, or a stand-in at the root). */
+    this.item = null;
+    /** The stream (sub-agent id, "" for the root) whose call spawned this one. */
+    this.parentStream = null;
+    this.parentToolUseId = null;
+
+    this.typeEl = h("span", { class: "subagent-type", text: "sub-agent" });
+    this.labelEl = h("span", { class: "subagent-label" });
+    this.descriptionEl = h("span", { class: "subagent-description" });
+    this.statusEl = h("span", { class: "badge", text: "running" });
+    this.usageEl = h("span", { class: "usage" });
+    this.toggleEl = h("button", {
+      type: "button", class: "toggle", "aria-expanded": "true", title: "Collapse",
+      onclick: () => this.setExpanded(this.toggleEl.getAttribute("aria-expanded") !== "true"),
+    });
+    this.followEl = h("button", { type: "button", class: "follow", text: "Follow", onclick: () => actions.onFollow(this.id) });
+    this.cancelEl = h("button", {
+      type: "button", class: "cancel", text: "Cancel",
+      onclick: () => actions.onCancel(this),
+    });
+    this.timeline = h("ol", { class: "timeline", dataset: { stream: subagentId } });
+    this.resultEl = h("div", { class: "subagent-result", hidden: true });
+    this.el = h(
+      "section",
+      { class: "card", dataset: { subagentId, status: "running" }, "aria-label": "sub-agent" },
+      h("header", { class: "card-head" },
+        this.toggleEl, this.typeEl, this.labelEl, this.descriptionEl, this.statusEl, this.usageEl,
+        h("span", { class: "card-actions" }, this.followEl, this.cancelEl)),
+      h("div", { class: "card-body" }, this.timeline, this.resultEl),
+    );
+    this.body = this.el.querySelector(".card-body");
+  }
+
+  get running() {
+    return !TERMINAL.has(this.status);
+  }
+
+  /** Take what is known about the sub-agent (a SubagentStartedEvent, a tree entry...). Status
+   * only moves forward (running to an end) and usage only grows, so a stale answer is harmless. */
+  update({ subagent_type, description, label, status, usage, result } = {}) {
+    if (subagent_type) this.typeEl.textContent = subagent_type;
+    if (label) this.labelEl.textContent = label;
+    if (description) {
+      this.descriptionEl.textContent = description;
+      this.el.dataset.description = description;
+      this.el.setAttribute("aria-label", `sub-agent: ${description}`);
+    }
+    if (status && this.running && status !== this.status) this.setStatus(status);
+    if (usage && usageTotal(usage) >= usageTotal(this.usage)) {
+      this.usage = usage;
+      this.usageEl.textContent = usageText(usage);
+    }
+    if (result && !this.running) {
+      this.resultEl.hidden = false;
+      this.resultEl.textContent = clip(result, 4000);
+    }
+  }
+
+  setStatus(status) {
+    this.status = status;
+    const label = statusLabel(status);
+    this.statusEl.textContent = label;
+    this.el.dataset.status = label;
+    this.cancelEl.hidden = !this.running;
+    this.cancelEl.disabled = false;
+  }
+
+  setExpanded(expanded) {
+    this.toggleEl.setAttribute("aria-expanded", String(expanded));
+    this.toggleEl.title = expanded ? "Collapse" : "Expand";
+    this.body.hidden = !expanded;
+  }
+
+  /** The cancel request is out: no second click. */
+  cancelling() {
+    this.cancelEl.disabled = true;
+    this.cancelEl.textContent = "Cancelling…";
+  }
+
+  cancelFailed() {
+    this.cancelEl.disabled = false;
+    this.cancelEl.textContent = "Cancel";
+  }
+
+  /** The text the follow filter lists this sub-agent by. */
+  title() {
+    const name = this.descriptionEl.textContent || this.id.slice(0, 8);
+    const label = this.labelEl.textContent;
+    return `${"  ".repeat(Math.max(0, this.depth - 1))}${label ? `${label} · ` : ""}${name}`;
+  }
+}
