@@ -52,6 +52,7 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
     base = f"http://{settings.host}:{settings.port}"
     err.print(f"[bold]taskwire[/bold] on {base}  (docs: {base}/docs)")
+    err.print(f"  watch it in a browser:  {base}/")
     err.print(f"  forwarding of sub-agent events: {'on' if settings.forward_subagent_events else 'off'}")
     err.print(f"  LLM: {settings.llm_api} {settings.llm_script or settings.llm_model}")
     err.print("  start a conversation:")
