@@ -6,9 +6,12 @@ carry ``seq`` and ``prev_seq`` so a subscriber sees a gap and fills it from the 
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from server.events import EventRecord
+
+CommandHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+"""Runs a command another replica sent to this one; returns a JSON-able result."""
 
 
 class Overflow(Exception):
@@ -51,4 +54,15 @@ class Bus(Protocol):
     @property
     def healthy(self) -> bool:
         """False while the bus cannot deliver (Redis down); ``/ready`` reports it."""
+        ...
+
+    async def set_command_handler(self, replica_id: str, handler: CommandHandler) -> None:
+        """Receive the commands sent to ``replica_id`` (this process) and run them with
+        ``handler``. Replies to this replica's own ``send_command`` calls arrive the same way."""
+        ...
+
+    async def send_command(self, replica_id: str, command: dict[str, Any], *, timeout: float) -> Any:
+        """Run ``command`` on replica ``replica_id`` and return its handler's result. A
+        ``TaskwireError`` the handler raises is raised here (same class, detail and code);
+        ``Unavailable`` when that replica cannot be reached or does not answer in ``timeout``."""
         ...

@@ -1,0 +1,36 @@
+"""Close codes of taskwire's live sockets: one enum, no bare numbers.
+
+Codes sit in the 4000-4999 range the WebSocket protocol leaves to applications; the last
+three digits echo the nearest HTTP status so a client can guess the meaning. Once shipped, a
+code never changes meaning (``tests/stream/test_close_codes.py`` pins them).
+"""
+
+from __future__ import annotations
+
+import enum
+
+from server.errors import NotFound, TaskwireError, Unauthorized
+
+
+class CloseCode(enum.IntEnum):
+    """Why the server closed a live event socket."""
+
+    BAD_REQUEST = 4000
+    """A query parameter is invalid or contradicts another; the reason names it."""
+    UNAUTHORIZED = 4001
+    """No valid session API key (header, query or first ``auth`` frame within 10 s)."""
+    UNKNOWN_CONVERSATION = 4004
+    """No conversation with that id."""
+    TOO_SLOW = 4008
+    """The client fell a whole queue behind; the reason holds ``after_seq=N`` to resume from."""
+    TOO_MANY_SUBSCRIBERS = 4029
+    """The server already serves ``OH_MAX_SUBSCRIBERS`` live subscribers."""
+
+
+def close_code_for(error: TaskwireError) -> CloseCode:
+    """The close code for an error that ends a socket before it streams."""
+    if isinstance(error, Unauthorized):
+        return CloseCode.UNAUTHORIZED
+    if isinstance(error, NotFound):
+        return CloseCode.UNKNOWN_CONVERSATION
+    return CloseCode.BAD_REQUEST

@@ -1,0 +1,73 @@
+"""Frames a client sends on an event socket, parsed without I/O.
+
+- ``{"type": "message", "content": "...", "run": true}``, or the REST body shape
+  ``{"role": "user", "content": "...", "run": true}``: a user message to the conversation;
+- ``{"type": "auth", "session_api_key": "..."}``: the first-frame login (ignored later on).
+
+Anything else is a client mistake: ``BadRequest`` with a stable ``code``, which the socket
+answers with an error frame (``error_frame``) while it stays open.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from server.errors import BadRequest, TaskwireError
+
+
+class InboundMessage(BaseModel):
+    """A user message sent over the socket."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    type: Literal["message"] = "message"
+    role: Literal["user"] = "user"
+    content: str = Field(min_length=1)
+    run: bool = True
+    """Start a run unless one is going (it picks the message up)."""
+
+
+class InboundAuth(BaseModel):
+    """A login sent as the first frame."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    type: Literal["auth"]
+    session_api_key: str
+
+
+InboundFrame = Union[InboundMessage, InboundAuth]
+
+
+def parse_inbound(data: str | bytes, *, max_bytes: int) -> InboundFrame:
+    """Parse one client frame; raises ``BadRequest`` (codes ``frame_too_large``,
+    ``invalid_json``, ``invalid_frame``) for anything this protocol does not accept."""
+    size = len(data) if isinstance(data, bytes) else len(data.encode())
+    if size > max_bytes:
+        raise BadRequest(f"frame of {size} bytes is over the {max_bytes}-byte limit", code="frame_too_large")
+    try:
+        raw = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRequest(f"frame is not JSON: {exc}", code="invalid_json") from exc
+    if not isinstance(raw, dict):
+        raise BadRequest("frame must be a JSON object", code="invalid_frame")
+    if raw.get("type") == "auth":
+        model: type[BaseModel] = InboundAuth
+    elif raw.get("type", "message") == "message":
+        model = InboundMessage
+    else:
+        raise BadRequest(f"unknown frame type {raw.get('type')!r}; send 'message'", code="invalid_frame")
+    try:
+        return model.model_validate(raw)  # type: ignore[return-value]
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"]) or "frame"
+        raise BadRequest(f"{where}: {error['msg']}", code="invalid_frame") from exc
+
+
+def error_frame(error: TaskwireError) -> str:
+    """The frame that answers a bad client frame (the socket stays open)."""
+    return json.dumps({"type": "error", "code": error.code, "detail": error.detail})

@@ -1,0 +1,15 @@
+"""Close codes are part of the wire contract: once shipped, never renumbered."""
+
+from __future__ import annotations
+
+from server.stream import CloseCode
+
+
+def test_close_codes_are_pinned() -> None:
+    assert {code.name: code.value for code in CloseCode} == {
+        "BAD_REQUEST": 4000,
+        "UNAUTHORIZED": 4001,
+        "UNKNOWN_CONVERSATION": 4004,
+        "TOO_SLOW": 4008,
+        "TOO_MANY_SUBSCRIBERS": 4029,
+    }
