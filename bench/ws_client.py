@@ -32,9 +32,12 @@ async def main() -> None:
     latencies: list[float] = []
     seen = 0
     first = last = 0.0
-    async with websockets.connect(args.url, max_size=None) as socket:
+    async with websockets.connect(args.url, max_size=None, compression=None) as socket:
+        # The server subscribes before its first frame (full_state): only then may the run start.
+        pending = [await socket.recv()]
         print("connected", flush=True)
-        async for frame in socket:
+        while True:
+            frame = pending.pop() if pending else await socket.recv()
             now = time.time()
             event = json.loads(frame)
             if "seq" not in event or event.get("key") == "full_state":

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
@@ -13,6 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 import server
 from server.api.auth import require_api_key
 from server.api.errors import error_response, install_error_handlers
+from server.api import sockets, viewer
 from server.api.rest import conversations, events, health, subagents
 from server.api.webhooks import start_webhooks
 from server.bus import open_bus
@@ -20,6 +20,7 @@ from server.hooks import Hooks
 from server.runtime import Runtime
 from server.settings import Settings
 from server.store import open_store
+from server.stream.limits import SubscriberLimit
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -53,27 +54,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.hooks = Hooks.with_builtins(settings)
+    app.state.subscriber_limit = SubscriberLimit(settings.max_subscribers)
     install_error_handlers(app)
     app.include_router(health.router)
     secured = [Depends(require_api_key)]
     app.include_router(conversations.router, dependencies=secured)
     app.include_router(events.router, dependencies=secured)
     app.include_router(subagents.router, dependencies=secured)
-    _include_optional_routers(app)
+    app.include_router(sockets.router)  # authenticates itself: header, query or first frame
+    app.include_router(viewer.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     return app
-
-
-def _include_optional_routers(app: FastAPI) -> None:
-    # Parts built alongside the core; each registers its own routes and auth.
-    for name in ("sockets", "viewer"):
-        try:
-            module = importlib.import_module(f"server.api.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"server.api.{name}":
-                raise  # the module is there but something it imports is not: say so
-            continue
-        app.include_router(module.router)
 
 
 async def _start_extensions(app: FastAPI) -> list:

@@ -1,4 +1,5 @@
-"""The one place taskwire errors become HTTP responses: ``{"detail": ..., "code": ...}``."""
+"""The one place taskwire errors become HTTP responses (``{"detail": ..., "code": ...}``) or
+WebSocket close codes."""
 
 from __future__ import annotations
 
@@ -9,13 +10,23 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from server.errors import TaskwireError
+from server.errors import NotFound, TaskwireError, Unauthorized
+from server.stream.close_codes import CloseCode
 
 log = logging.getLogger(__name__)
 
 
 def error_response(status: int, detail: str, code: str) -> JSONResponse:
     return JSONResponse({"detail": detail, "code": code}, status_code=status)
+
+
+def close_code_for(error: TaskwireError) -> CloseCode:
+    """The close code for an error that ends a live socket before it streams."""
+    if isinstance(error, Unauthorized):
+        return CloseCode.UNAUTHORIZED
+    if isinstance(error, NotFound):
+        return CloseCode.UNKNOWN_CONVERSATION
+    return CloseCode.BAD_REQUEST
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -23,9 +23,8 @@ from server.settings import Settings
 from server.store import ConversationRecord, EventPage, EventQuery, Store
 from server.store.base import MAX_PAGE
 from server.stream import CloseCode, EventStream, SubagentNode
-from server.stream.close_codes import close_code_for
+from server.api.errors import close_code_for
 from server.stream.inbound import InboundAuth, InboundMessage, error_frame, parse_inbound
-from server.stream.limits import SubscriberLimit
 from server.stream.params import StreamParams
 
 log = logging.getLogger(__name__)
@@ -53,7 +52,7 @@ async def events_socket(websocket: WebSocket, conversation_id: str) -> None:
         return
     except WebSocketDisconnect:
         return
-    with subscriber_limit(state).claim() as admitted:
+    with state.subscriber_limit.claim() as admitted:
         if not admitted:
             await close(websocket, CloseCode.TOO_MANY_SUBSCRIBERS, "too many live subscribers; retry later")
             return
@@ -182,14 +181,6 @@ async def read_inbound(websocket: WebSocket, state: State, conversation_id: str,
                 await state.runtime.send_message(conversation_id, frame.content, run=frame.run)
         except TaskwireError as exc:
             await send([error_frame(exc)])
-
-
-def subscriber_limit(state: State) -> SubscriberLimit:
-    """The app's one ``SubscriberLimit`` (sockets and SSE share it), made on first use."""
-    limit = getattr(state, "subscriber_limit", None)
-    if limit is None:
-        limit = state.subscriber_limit = SubscriberLimit(state.settings.max_subscribers)
-    return limit
 
 
 async def close(websocket: WebSocket, code: int, reason: str) -> None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import enum
 
-from server.errors import NotFound, TaskwireError, Unauthorized
-
 
 class CloseCode(enum.IntEnum):
     """Why the server closed a live event socket."""
@@ -25,12 +23,3 @@ class CloseCode(enum.IntEnum):
     """The client fell a whole queue behind; the reason holds ``after_seq=N`` to resume from."""
     TOO_MANY_SUBSCRIBERS = 4029
     """The server already serves ``OH_MAX_SUBSCRIBERS`` live subscribers."""
-
-
-def close_code_for(error: TaskwireError) -> CloseCode:
-    """The close code for an error that ends a socket before it streams."""
-    if isinstance(error, Unauthorized):
-        return CloseCode.UNAUTHORIZED
-    if isinstance(error, NotFound):
-        return CloseCode.UNKNOWN_CONVERSATION
-    return CloseCode.BAD_REQUEST
