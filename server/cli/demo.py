@@ -14,10 +14,12 @@ import json
 import httpx
 import websockets
 from rich.console import Console
-from rich.table import Table
 
 from server.api.demo import SCENARIOS, scenario_request
 from server.cli.rows import root_finished, tool_row
+
+
+ROW = "{seq:>4}  {call:<24} {status:<11} {parent:<24} {title}"
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -48,8 +50,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         if not info.json().get("forward_subagent_events"):
             console.print("[yellow]forwarding is off on this server (OH_FORWARD_SUBAGENT_EVENTS): sub-agent rows will not show[/yellow]")
     console.print(f"conversation [bold]{conversation['id']}[/bold]")
-    table = Table("seq", "tool_call_id", "status", "parent_tool_use_id", "title", box=None, header_style="bold")
-    console.print(table)
+    console.print(ROW.format(seq="seq", call="tool_call_id", status="status", parent="parent_tool_use_id", title="title"), style="bold")
     ws_url = args.url.replace("http", "ws", 1) + f"/sockets/events/{conversation['id']}?resend_mode=all"
     async with websockets.connect(ws_url, additional_headers=headers, max_size=None) as socket:
         async with asyncio.timeout(args.timeout):
@@ -59,7 +60,8 @@ async def run_demo(args: argparse.Namespace) -> int:
                 if row is not None:
                     call_id, status, parent, title = row
                     style = "cyan" if parent != "-" else ""
-                    console.print(f"{event.get('seq', ''):>4}  {call_id:<28} {status:<11} {parent:<28} {title}", style=style)
+                    line = ROW.format(seq=event.get("seq", ""), call=call_id, status=status, parent=parent, title=title)
+                    console.print(line, style=style, markup=False, highlight=False, no_wrap=True, overflow="ellipsis")
                 if root_finished(event):
                     console.print(f"run ended: [bold]{event['value']}[/bold]")
                     return 0 if event["value"] == "finished" else 1
