@@ -1,0 +1,221 @@
+"""Group commit: concurrent appends become one transaction, shared by every store backend.
+
+One writer task owns ``seq`` assignment. ``append`` queues the event and waits; the writer
+takes everything queued (up to ``max_batch``), gives each event the next ``seq`` of its tree,
+serializes it once, hands the batch to the backend's ``write`` (one transaction, durable on
+return), then resolves the waiting appends in ``seq`` order. Futures resolved in that order
+wake their tasks in that order, so a caller that publishes right after its await publishes
+in ``seq`` order. While one batch is being written (the database works in its own thread),
+the next is numbered and serialized, and written as soon as the first commit is in.
+
+``seq`` is numbered in this process, from a per-tree count read from the database once. A
+backend where several processes append to one tree numbers inside its transaction instead,
+by overriding ``GroupCommit._commit`` (see there).
+
+If a batch fails (a duplicate event id, an event that does not serialize, a row another
+process wrote), its events are retried one transaction each with ``seq`` re-read from the
+database, so only the faulty event's append fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from server.events import Event, EventRecord
+from server.store.rows import event_record
+
+
+_YIELD_EVERY = 250
+
+
+class BatchWriter(Protocol):
+    """What a backend gives ``GroupCommit``."""
+
+    async def last_seq(self, root_id: str) -> int:
+        """The tree's highest stored ``seq`` (0 when empty)."""
+        ...
+
+    async def write(self, records: Sequence[EventRecord]) -> None:
+        """Store ``records`` in one transaction, all or nothing, durable on return."""
+        ...
+
+
+@dataclass(slots=True)
+class _Append:
+    conversation_id: str
+    root_id: str
+    event: Event
+    future: asyncio.Future[EventRecord]
+    seq_before: int | None
+
+
+@dataclass(slots=True)
+class _Written:
+    """A batch whose transaction is in progress."""
+
+    batch: list[_Append]
+    records: list[EventRecord]
+    task: asyncio.Future[None]
+
+
+class GroupCommit:
+    """Batches appends into transactions and assigns ``seq``; see the module docstring.
+
+    After calling ``start``, ``append`` may be awaited from any task of the same loop;
+    ``close`` writes what is queued, then stops.
+    """
+
+    def __init__(self, writer: BatchWriter, *, max_batch: int = 1000, max_trees: int = 10_000) -> None:
+        self._writer = writer
+        self._max_batch = max_batch
+        # In-flight and prepared trees must stay cached (their seqs are not committed yet).
+        self._max_trees = max(max_trees, 4 * max_batch)
+        # The last seq given per tree, for the trees written lately (bounded: memory stays
+        # flat however many trees there are; a forgotten tree is re-read from the database).
+        self._last_seqs: OrderedDict[str, int] = OrderedDict()
+        self._queue: deque[_Append] = deque()
+        self._taken: list[_Append] = []
+        self._inflight: _Written | None = None
+        self._wakeup = asyncio.Event()
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="event-writer")
+
+    async def close(self) -> None:
+        """Write every queued append, then stop the writer task."""
+        self._closing = True
+        self._wakeup.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    async def append(self, conversation_id: str, root_id: str, event: Event) -> EventRecord:
+        """Queue ``event`` and wait until it is stored; see ``EventStore.append``.
+
+        Once queued, the event is written even if the caller stops waiting.
+        """
+        if event.ephemeral:
+            raise ValueError(f"{event.kind} is ephemeral: it is published, never stored")
+        if self._closing or self._task is None or self._task.done():
+            raise RuntimeError("the event store is not open")
+        future: asyncio.Future[EventRecord] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Append(conversation_id, root_id, event, future, event.seq))
+        self._wakeup.set()
+        return await future
+
+    def forget(self, root_id: str) -> None:
+        """Drop the cached ``seq`` of a tree whose events were deleted."""
+        self._last_seqs.pop(root_id, None)
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                if not self._queue:
+                    await self._flush()
+                    if self._closing:
+                        return
+                    await self._wakeup.wait()
+                    self._wakeup.clear()
+                    continue
+                count = min(len(self._queue), self._max_batch)
+                self._taken = [self._queue.popleft() for _ in range(count)]
+                await self._commit(self._taken)
+                self._taken = []
+        finally:
+            # Only reached early on a bug or a cancelled loop: never leave an append waiting.
+            stopped = RuntimeError("the event writer stopped")
+            inflight = self._inflight.batch if self._inflight else []
+            for item in [*inflight, *self._taken, *self._queue]:
+                _fail(item, stopped)
+            self._queue.clear()
+
+    async def _commit(self, batch: list[_Append]) -> None:
+        """Store ``batch`` and resolve its appends, in ``seq`` order after earlier batches.
+
+        Pipelined: ``batch`` is numbered and serialized while the previous batch is being
+        written (the database works in its own thread), and its write starts once that
+        commit is in; ``_flush`` waits for the last one. A backend whose ``seq`` comes from
+        the database (several processes appending to one tree) overrides this to number and
+        write one batch in one transaction, and ``_commit_one_by_one`` likewise.
+        """
+        records = await self._prepare(batch)
+        if not await self._flush() and records is not None:
+            # Numbered after a batch that failed: number it again.
+            self._unprepare(batch)
+            records = await self._prepare(batch)
+        if records is None:
+            await self._commit_one_by_one(batch)
+            return
+        self._inflight = _Written(batch, records, asyncio.ensure_future(self._writer.write(records)))
+
+    async def _flush(self) -> bool:
+        """Wait for the batch being written and resolve its appends (retrying them one by one
+        if it failed). Whether it was stored as one batch."""
+        written = self._inflight
+        if written is None:
+            return True
+        try:
+            await written.task
+        except Exception:
+            self._unprepare(written.batch)
+            await self._commit_one_by_one(written.batch)
+            return False
+        finally:
+            self._inflight = None
+        for item, record in zip(written.batch, written.records):
+            if not item.future.done():  # the caller may have stopped waiting
+                item.future.set_result(record)
+        return True
+
+    async def _prepare(self, batch: list[_Append]) -> list[EventRecord] | None:
+        """Number and serialize ``batch``; ``None`` (and nothing numbered) if that fails."""
+        try:
+            records = []
+            for count, item in enumerate(batch, start=1):
+                if count % _YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # a big batch must not hold the loop for long
+                seq = self._last_seqs.get(item.root_id)
+                if seq is None:
+                    seq = await self._writer.last_seq(item.root_id)
+                item.event.seq = seq + 1
+                self._remember(item.root_id, seq + 1)
+                records.append(event_record(item.conversation_id, item.root_id, item.event))
+            return records
+        except Exception:
+            self._unprepare(batch)
+            return None
+
+    def _unprepare(self, batch: list[_Append]) -> None:
+        for item in batch:
+            item.event.seq = item.seq_before
+            self.forget(item.root_id)
+
+    async def _commit_one_by_one(self, batch: list[_Append]) -> None:
+        for item in batch:
+            try:
+                item.event.seq = await self._writer.last_seq(item.root_id) + 1
+                record = event_record(item.conversation_id, item.root_id, item.event)
+                await self._writer.write([record])
+            except Exception as exc:
+                item.event.seq = item.seq_before
+                _fail(item, exc)
+            else:
+                self._remember(item.root_id, item.event.seq)
+                if not item.future.done():
+                    item.future.set_result(record)
+
+    def _remember(self, root_id: str, seq: int) -> None:
+        self._last_seqs[root_id] = seq
+        self._last_seqs.move_to_end(root_id)
+        while len(self._last_seqs) > self._max_trees:
+            self._last_seqs.popitem(last=False)
+
+
+def _fail(item: _Append, exc: BaseException) -> None:
+    if not item.future.done():
+        item.future.set_exception(exc)

@@ -1,0 +1,261 @@
+"""``PostgresStore``: the store for several replicas, on PostgreSQL (asyncpg).
+
+Appends go through ``GroupCommit`` like SQLite's: concurrent appends are written together,
+one transaction per batch, and resume in ``seq`` order. The difference is where ``seq`` comes
+from. Several processes may append to one tree, so no process can know the next ``seq``: each
+batch's transaction advances the tree's counter row (``trees.last_seq``) by the batch's size and
+numbers its events from what the row held. The row stays locked until the commit, so the
+commits of one tree happen in ``seq`` order, whichever process makes them: a reader never sees
+``seq`` n + 1 before n.
+
+Searches are the same keyset-paginated SQL as SQLite's (``filters.py``), over the same indexes
+that end with ``seq``; counts by stream and kind and time-range searches use the same summaries
+(``postgres_summaries.py``), folded inside the append transactions.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+import asyncpg
+
+from server.events import Event, EventRecord
+from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
+from server.store.filters import SqlDialect, count_sql, counted_sql, search_sql
+from server.store.group_commit import GroupCommit
+from server.store.pagination import check_page_request, decode_event_page_id, encode_event_page_id
+from server.store.postgres_conversations import PostgresConversationStore
+from server.store.postgres_schema import create_pool, describe, migrate
+from server.store.postgres_summaries import FOLD_AFTER, delete_summaries, fold, time_window
+from server.store.rows import check_deletable, event_record
+
+_TREE = "(SELECT id FROM trees WHERE root_id = {})"
+DIALECT = SqlDialect(placeholder=lambda n: f"${n}", tree_match="tree = " + _TREE, like="ILIKE")
+
+_COLUMNS = ("conversation_id", "seq", "id", "kind", "source", "timestamp", "subagent_id", "parent_tool_use_id", "json")
+# In EventRecord's field order, after root_id (which a search knows from its query).
+_SEARCH_COLUMNS = ", ".join(_COLUMNS)
+_GET = "SELECT t.root_id, " + ", ".join(f"e.{c}" for c in _COLUMNS) + " FROM events e JOIN trees t ON t.id = e.tree"
+_TYPES = {"seq": "bigint"}
+_INSERT = (
+    f"INSERT INTO events (tree, {_SEARCH_COLUMNS}) SELECT * FROM unnest($1::bigint[], "
+    + ", ".join(f"${n}::{_TYPES.get(c, 'text')}[]" for n, c in enumerate(_COLUMNS, start=2))
+    + ")"
+)
+_ADVANCE = "UPDATE trees SET last_seq = last_seq + $2 WHERE root_id = $1 RETURNING id, last_seq, counted_seq"
+_ADVANCE_NEW = (
+    "INSERT INTO trees (root_id, last_seq) VALUES ($1, $2) ON CONFLICT (root_id) DO UPDATE "
+    "SET last_seq = trees.last_seq + EXCLUDED.last_seq RETURNING id, last_seq, counted_seq"
+)
+
+
+class _EventWriter:
+    """Writes a batch of queued appends in one transaction, numbering them from the trees'
+    counter rows. Restores each event's ``seq`` if the transaction fails."""
+
+    def __init__(self, pool: asyncpg.Pool, *, fold_after: int = FOLD_AFTER) -> None:
+        self._pool = pool
+        self._fold_after = fold_after
+
+    async def last_seq(self, root_id: str) -> int:
+        return await self._pool.fetchval("SELECT last_seq FROM trees WHERE root_id = $1", root_id) or 0
+
+    async def write_appends(self, appends: Sequence[Any]) -> list[EventRecord]:
+        """Store ``appends`` (``GroupCommit``'s queued items) and return their records, in order."""
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                counts = Counter(item.root_id for item in appends)
+                trees: dict[str, asyncpg.Record] = {}
+                last: dict[str, int] = {}
+                for root_id in sorted(counts):  # one lock order for every writer: no deadlock
+                    row = await conn.fetchrow(_ADVANCE, root_id, counts[root_id])
+                    if row is None:
+                        row = await conn.fetchrow(_ADVANCE_NEW, root_id, counts[root_id])
+                    trees[root_id], last[root_id] = row, row["last_seq"] - counts[root_id]
+                records = []
+                for item in appends:
+                    last[item.root_id] += 1
+                    item.event.seq = last[item.root_id]
+                    records.append(event_record(item.conversation_id, item.root_id, item.event))
+                columns = [[trees[r.root_id]["id"] for r in records]]
+                columns += [[getattr(r, column) for r in records] for column in _COLUMNS]
+                await conn.execute(_INSERT, *columns)
+                for tree in trees.values():
+                    if tree["last_seq"] - tree["counted_seq"] >= self._fold_after:
+                        await fold(conn, tree["id"], tree["counted_seq"], tree["last_seq"])
+        except asyncpg.UniqueViolationError as exc:
+            _restore(appends)
+            if exc.constraint_name != "events_by_id":
+                raise
+            ids = ", ".join(repr(item.event.id) for item in appends[:3])
+            raise ValueError(f"an event with id {ids} is already stored") from exc
+        except BaseException:
+            _restore(appends)
+            raise
+        return records
+
+
+def _restore(appends: Sequence[Any]) -> None:
+    for item in appends:
+        item.event.seq = item.seq_before
+
+
+class _CounterCommit(GroupCommit):
+    """``GroupCommit`` whose batches number their events inside their own transaction (see the
+    module docstring) instead of from a count kept in this process."""
+
+    def __init__(self, writer: _EventWriter, *, max_batch: int) -> None:
+        super().__init__(writer, max_batch=max_batch)  # type: ignore[arg-type]
+        self._events = writer
+
+    async def _commit(self, batch: list[Any]) -> None:
+        try:
+            records = await self._events.write_appends(batch)
+        except Exception:
+            # Something in the batch is faulty (a duplicate id, an event that does not
+            # serialize): one transaction each, so only that append fails.
+            await self._commit_one_by_one(batch)
+            return
+        _resolve(batch, records)
+
+    async def _commit_one_by_one(self, batch: list[Any]) -> None:
+        for item in batch:
+            try:
+                records = await self._events.write_appends([item])
+            except Exception as exc:
+                if not item.future.done():
+                    item.future.set_exception(exc)
+            else:
+                _resolve([item], records)
+
+
+def _resolve(batch: Sequence[Any], records: Sequence[EventRecord]) -> None:
+    for item, record in zip(batch, records):
+        if not item.future.done():  # the caller may have stopped waiting
+            item.future.set_result(record)
+
+
+class PostgresStore(PostgresConversationStore):
+    """``Store`` on PostgreSQL at ``url`` (``postgresql://user:pass@host:5432/db``).
+
+    ``open()`` connects and migrates (refusing a schema newer than this code knows);
+    ``close()`` writes what is queued and closes the pool. An append is committed, with
+    PostgreSQL's durability, when it returns.
+    """
+
+    def __init__(self, url: str, *, pool_size: int = 10, max_batch: int = 1000, fold_after: int = FOLD_AFTER) -> None:
+        self.url = url
+        self._pool_size = pool_size
+        self._max_batch = max_batch
+        self._fold_after = fold_after
+        self._pool: asyncpg.Pool | None = None  # type: ignore[assignment]
+        self._commit: _CounterCommit | None = None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The connection pool (leases share it)."""
+        if self._pool is None:
+            raise RuntimeError("the PostgreSQL store is not open")
+        return self._pool
+
+    async def open(self) -> None:
+        """Connect, migrate, start the writer task."""
+        self._pool = await create_pool(self.url, max_size=self._pool_size)
+        try:
+            await migrate(self._pool, where=describe(self.url))
+        except BaseException:
+            await self._pool.close()
+            self._pool = None
+            raise
+        self._commit = _CounterCommit(_EventWriter(self._pool, fold_after=self._fold_after), max_batch=self._max_batch)
+        self._commit.start()
+
+    async def close(self) -> None:
+        """Write what is queued, then close every connection. Closing twice is harmless."""
+        if self._commit is not None:
+            await self._commit.close()
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def append(self, conversation_id: str, root_id: str, event: Event) -> EventRecord:
+        """See ``EventStore.append``. Raises ``ValueError`` for an ephemeral event or an
+        event id already stored, ``RuntimeError`` when the store is not open."""
+        if self._commit is None:
+            raise RuntimeError("the event store is not open")
+        return await self._commit.append(conversation_id, root_id, event)
+
+    async def search(
+        self,
+        query: EventQuery,
+        *,
+        limit: int = MAX_PAGE,
+        page_id: str | None = None,
+        order: SortOrder = "TIMESTAMP",
+    ) -> EventPage:
+        check_page_request(limit, order)
+        cursor = decode_event_page_id(query, order, page_id)
+        sql, params = search_sql(
+            query, dialect=DIALECT, columns=_SEARCH_COLUMNS, order=order, cursor=cursor, limit=limit + 1,
+            window=await time_window(self.pool, query),
+        )
+        rows = await self.pool.fetch(sql, *params)
+        items = [EventRecord(query.root_id, *row) for row in rows[:limit]]
+        next_page_id = None
+        if len(rows) > limit:
+            next_page_id = encode_event_page_id(query, order, items[-1].seq or 0)
+        return EventPage(items=items, next_page_id=next_page_id)
+
+    async def count(self, query: EventQuery) -> int:
+        sql, params = await self._count_sql(query)
+        return await self.pool.fetchval(sql, *params)
+
+    async def get(self, event_id: str) -> EventRecord | None:
+        row = await self.pool.fetchrow(_GET + " WHERE e.id = $1", event_id)
+        return None if row is None else EventRecord(*row)
+
+    async def get_many(self, event_ids: Sequence[str]) -> list[EventRecord]:
+        rows = await self.pool.fetch(_GET + " WHERE e.id = ANY($1::text[])", list(dict.fromkeys(event_ids)))
+        found = {row["id"]: EventRecord(*row) for row in rows}
+        return [found[event_id] for event_id in event_ids if event_id in found]
+
+    async def last_seq(self, root_id: str) -> int:
+        return await self.pool.fetchval("SELECT last_seq FROM trees WHERE root_id = $1", root_id) or 0
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        """Delete a root conversation's whole tree: its records, every event and its lease.
+        Raises ``ConversationNotFound``, or ``BadRequest`` for a sub-agent (delete its root)."""
+        check_deletable(conversation_id, await self.get_conversation(conversation_id))
+        async with self.pool.acquire() as conn, conn.transaction():
+            await delete_summaries(conn, conversation_id)
+            await conn.execute("DELETE FROM events WHERE tree = " + _TREE.format("$1"), conversation_id)
+            await conn.execute("DELETE FROM trees WHERE root_id = $1", conversation_id)
+            await conn.execute("DELETE FROM conversations WHERE root_id = $1", conversation_id)
+            await conn.execute("DELETE FROM leases WHERE conversation_id = $1", conversation_id)
+
+    async def explain_search(
+        self, query: EventQuery, *, order: SortOrder = "TIMESTAMP", page_id: str | None = None
+    ) -> list[str]:
+        """Diagnostics: PostgreSQL's plan for ``search`` (one line per node)."""
+        cursor = decode_event_page_id(query, order, page_id)
+        sql, params = search_sql(
+            query, dialect=DIALECT, columns=_SEARCH_COLUMNS, order=order, cursor=cursor, limit=MAX_PAGE + 1,
+            window=await time_window(self.pool, query),
+        )
+        return await self._explain(sql, params)
+
+    async def explain_count(self, query: EventQuery) -> list[str]:
+        """Diagnostics: PostgreSQL's plan for ``count``."""
+        sql, params = await self._count_sql(query)
+        return await self._explain(sql, params)
+
+    async def _count_sql(self, query: EventQuery) -> tuple[str, list[Any]]:
+        # By stream and kind: from the running counts; otherwise the rows, within the window.
+        counted = counted_sql(query, dialect=DIALECT)
+        if counted is not None:
+            return counted
+        return count_sql(query, dialect=DIALECT, window=await time_window(self.pool, query))
+
+    async def _explain(self, sql: str, params: Sequence[Any]) -> list[str]:
+        return [row[0] for row in await self.pool.fetch("EXPLAIN " + sql, *params)]

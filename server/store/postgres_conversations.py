@@ -1,0 +1,96 @@
+"""``ConversationStore`` on PostgreSQL: one row per conversation, the record as JSON beside the
+columns that are searched (tree, parent, status, times); the same layout as SQLite's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from server.errors import ConversationNotFound
+from server.events.models import utc_now
+from server.store.base import MAX_PAGE, ConversationPage, ConversationRecord
+from server.store.pagination import (
+    ConversationCursor,
+    check_page_request,
+    decode_conversation_page_id,
+    encode_conversation_page_id,
+)
+from server.store.rows import CONVERSATION_COLUMNS, conversation_row, updated_conversation
+
+_INSERT = (
+    f"INSERT INTO conversations ({', '.join(CONVERSATION_COLUMNS)}) VALUES ($1, $2, $3, $4, $5, $6, $7) "
+    "ON CONFLICT (id) DO NOTHING RETURNING id"
+)
+_UPDATE = "UPDATE conversations SET status = $2, updated_at = $3, json = $4 WHERE id = $1"
+
+
+def _record(json: str) -> ConversationRecord:
+    return ConversationRecord.model_validate_json(json)
+
+
+class PostgresConversationStore:
+    """The conversation half of ``PostgresStore``."""
+
+    _pool: asyncpg.Pool
+
+    async def create_conversation(self, record: ConversationRecord) -> None:
+        """Store a new record; raises ``ValueError`` if its id is taken."""
+        if await self._pool.fetchval(_INSERT, *conversation_row(record)) is None:
+            raise ValueError(f"conversation {record.id!r} already exists")
+
+    async def update_conversation(self, conversation_id: str, **fields: Any) -> ConversationRecord:
+        async with self._pool.acquire() as conn, conn.transaction():
+            json = await conn.fetchval("SELECT json FROM conversations WHERE id = $1 FOR UPDATE", conversation_id)
+            if json is None:
+                raise ConversationNotFound(conversation_id)
+            record = updated_conversation(_record(json), fields, utc_now())
+            row = dict(zip(CONVERSATION_COLUMNS, conversation_row(record)))
+            await conn.execute(_UPDATE, record.id, row["status"], row["updated_at"], row["json"])
+        return record
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
+        json = await self._pool.fetchval("SELECT json FROM conversations WHERE id = $1", conversation_id)
+        return None if json is None else _record(json)
+
+    async def tree(self, root_id: str) -> list[ConversationRecord]:
+        rows = await self._pool.fetch(
+            "SELECT json FROM conversations WHERE root_id = $1 "
+            "ORDER BY parent_id IS NOT NULL, created_at, position",
+            root_id,
+        )
+        return [_record(row[0]) for row in rows]
+
+    async def search_conversations(
+        self, *, status: str | None = None, limit: int = MAX_PAGE, page_id: str | None = None
+    ) -> ConversationPage:
+        """Root conversations, newest first (ties by id), keyset-paginated."""
+        check_page_request(limit)
+        cursor = decode_conversation_page_id(status, page_id)
+        where, params = _roots_where(status)
+        if cursor is not None:
+            where += f" AND (created_at, id) < (${len(params) + 1}, ${len(params) + 2})"
+            params += [cursor.created_at, cursor.id]
+        rows = await self._pool.fetch(
+            f"SELECT json, created_at FROM conversations WHERE {where} "
+            f"ORDER BY created_at DESC, id DESC LIMIT ${len(params) + 1}",
+            *params, limit + 1,
+        )
+        items = [_record(row[0]) for row in rows[:limit]]
+        next_page_id = None
+        if len(rows) > limit:
+            last = rows[limit - 1]
+            next_page_id = encode_conversation_page_id(
+                status, ConversationCursor(created_at=last[1], id=items[-1].id)
+            )
+        return ConversationPage(items=items, next_page_id=next_page_id)
+
+    async def count_conversations(self, *, status: str | None = None) -> int:
+        where, params = _roots_where(status)
+        return await self._pool.fetchval(f"SELECT count(*) FROM conversations WHERE {where}", *params)
+
+
+def _roots_where(status: str | None) -> tuple[str, list[Any]]:
+    if status is None:
+        return "parent_id IS NULL", []
+    return "parent_id IS NULL AND status = $1", [status]

@@ -1,0 +1,80 @@
+"""The summaries of a PostgreSQL log, kept like SQLite's (``sqlite_writer.py``).
+
+Once a tree has ``FOLD_AFTER`` events past its mark (``trees.counted_seq``), the append
+transaction that gets it there adds them to ``event_counts`` (per stream and kind: filtered
+counts read these, ``filters.counted_sql``) and to one ``time_blocks`` row (their ``seq`` and
+time range: a time-range search reads only the ``seq`` window its blocks point to), and moves
+the mark to the end. The tree's counter row is locked by that transaction, so the summaries of
+one tree are folded by one writer at a time, whichever replica it is.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+from server.store.base import EventQuery
+from server.store.filters import Window
+from server.store.rows import timestamp_text
+
+FOLD_AFTER = 1_000
+"""Events past a tree's mark before they are folded into its summaries."""
+
+_PAST_MARK = "tree = $1 AND seq > $2"
+_FOLD = (
+    "INSERT INTO event_counts (tree, conversation_id, kind, n) "
+    f"SELECT tree, conversation_id, kind, count(*) FROM events WHERE {_PAST_MARK} "
+    "GROUP BY tree, conversation_id, kind "
+    "ON CONFLICT (tree, conversation_id, kind) DO UPDATE SET n = event_counts.n + EXCLUDED.n",
+    "INSERT INTO time_blocks (tree, first_seq, last_seq, min_ts, max_ts) "
+    f"SELECT tree, min(seq), max(seq), min(timestamp), max(timestamp) FROM events WHERE {_PAST_MARK} "
+    "GROUP BY tree",
+)
+_TABLES = ("event_counts", "time_blocks")
+
+
+async def fold(conn: asyncpg.Connection, tree: int, counted_seq: int, last_seq: int) -> None:
+    """Inside the append transaction: fold the events after ``counted_seq`` (through
+    ``last_seq``) into the summaries and move the mark."""
+    for sql in _FOLD:
+        await conn.execute(sql, tree, counted_seq)
+    await conn.execute("UPDATE trees SET counted_seq = $2 WHERE id = $1", tree, last_seq)
+
+
+async def delete_summaries(conn: asyncpg.Connection, root_id: str) -> None:
+    for table in _TABLES:
+        await conn.execute(f"DELETE FROM {table} WHERE tree = (SELECT id FROM trees WHERE root_id = $1)", root_id)
+
+
+async def time_window(pool: asyncpg.Pool, query: EventQuery) -> Window | None:
+    """The ``seq`` range, as (exclusive lower, inclusive upper), holding every event of
+    ``query``'s time range: from the first block that overlaps it to the last, or to the last
+    matching event past the mark. ``None`` without a time range; ``(0, 0)`` when nothing can
+    match."""
+    if query.timestamp_gte is None and query.timestamp_lt is None:
+        return None
+    params: list[object] = [query.root_id]
+    blocks = ["tree = (SELECT id FROM t)"]
+    tail = ["tree = (SELECT id FROM t)", "seq > (SELECT counted_seq FROM t)"]
+    if query.timestamp_gte is not None:
+        params.append(timestamp_text(query.timestamp_gte))
+        blocks.append(f"max_ts >= ${len(params)}")
+        tail.append(f"timestamp >= ${len(params)}")
+    if query.timestamp_lt is not None:
+        params.append(timestamp_text(query.timestamp_lt))
+        blocks.append(f"min_ts < ${len(params)}")
+        tail.append(f"timestamp < ${len(params)}")
+    in_blocks, in_tail = " AND ".join(blocks), " AND ".join(tail)
+    row = await pool.fetchrow(
+        "WITH t AS (SELECT id, counted_seq FROM trees WHERE root_id = $1) SELECT "
+        f"(SELECT min(first_seq) FROM time_blocks WHERE {in_blocks}), "
+        f"(SELECT max(last_seq) FROM time_blocks WHERE {in_blocks}), "
+        f"(SELECT min(seq) FROM events WHERE {in_tail}), "
+        f"(SELECT max(seq) FROM events WHERE {in_tail})",
+        *params,
+    )
+    first_block, last_block, first_tail, last_tail = row
+    first = first_block if first_block is not None else first_tail
+    last = last_tail if last_tail is not None else last_block
+    if first is None or last is None:
+        return 0, 0
+    return first - 1, last

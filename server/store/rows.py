@@ -1,0 +1,99 @@
+"""How models become stored values, shared by every store backend.
+
+Times are stored as fixed-width ISO 8601 UTC strings with a ``Z`` (the events' wire format),
+so they compare and sort as text. An event becomes an ``EventRecord`` exactly once, at append.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from server.errors import BadRequest, ConversationNotFound
+from server.events import Event, EventRecord
+from server.events.models import _utc_z as _wire_timestamp
+from server.store.base import ConversationRecord
+
+
+def timestamp_text(value: datetime) -> str:
+    """``value`` as stored and as on the wire; a naive datetime is taken as UTC."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return _wire_timestamp(value)
+
+
+def event_record(conversation_id: str, root_id: str, event: Event) -> EventRecord:
+    """Serialize ``event`` (its ``seq`` already set) into the record that is stored and
+    published. This is the one place an event becomes JSON."""
+    json = event.to_json()
+    return EventRecord(
+        root_id=root_id,
+        conversation_id=conversation_id,
+        seq=event.seq,
+        id=event.id,
+        kind=event.kind,
+        source=event.source,
+        timestamp=_json_timestamp(json) or _wire_timestamp(event.timestamp),
+        subagent_id=event.subagent_id,
+        parent_tool_use_id=event.parent_tool_use_id,
+        json=json,
+    )
+
+
+_TIMESTAMP_KEY = '"timestamp":"'
+
+
+def _json_timestamp(json: str) -> str | None:
+    # The JSON's own string, cut out rather than formatted again (formatting is the
+    # costliest step of an append). The first match is the top-level field: it precedes
+    # every nested object, and a quote inside a string value is always escaped.
+    start = json.find(_TIMESTAMP_KEY)
+    if start < 0:
+        return None
+    start += len(_TIMESTAMP_KEY)
+    return json[start : json.index('"', start)]
+
+
+CONVERSATION_COLUMNS = ("id", "root_id", "parent_id", "status", "created_at", "updated_at", "json")
+"""The conversation table's columns, in the order ``conversation_row`` gives their values."""
+
+
+def conversation_row(record: ConversationRecord) -> tuple[Any, ...]:
+    """``record`` as stored: the searched fields as columns, the whole record as ``json``."""
+    return (
+        record.id,
+        record.root_id,
+        record.parent_id,
+        record.status,
+        timestamp_text(record.created_at),
+        timestamp_text(record.updated_at),
+        record.model_dump_json(),
+    )
+
+
+def updated_conversation(record: ConversationRecord, fields: dict[str, Any], now: datetime) -> ConversationRecord:
+    """``record`` with ``fields`` set (validated) and ``updated_at`` = ``now``.
+
+    Raises ``TypeError`` for a field the record does not have, so a typo is not dropped
+    silently, and refuses to move a record (``id``, ``root_id``, ``parent_id``).
+    """
+    unknown = set(fields) - set(ConversationRecord.model_fields)
+    if unknown:
+        raise TypeError(f"ConversationRecord has no field(s) {sorted(unknown)}")
+    fixed = {"id", "root_id", "parent_id"} & set(fields)
+    if fixed:
+        raise TypeError(f"a conversation's {sorted(fixed)} cannot change")
+    return ConversationRecord.model_validate({**record.model_dump(), **fields, "updated_at": now})
+
+
+def check_deletable(conversation_id: str, record: ConversationRecord | None) -> None:
+    """Only a root conversation is deleted (with its tree): raises ``ConversationNotFound``
+    for no record, ``BadRequest`` for a sub-agent."""
+    if record is None:
+        raise ConversationNotFound(conversation_id)
+    if not record.is_root:
+        raise BadRequest(
+            f"conversation {conversation_id!r} is a sub-agent of {record.root_id!r}: "
+            "delete the root conversation",
+            code="not_a_root_conversation",
+        )

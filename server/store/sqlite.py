@@ -1,0 +1,143 @@
+"""``SQLiteStore``: the default store, one SQLite file in WAL mode.
+
+Appends go through ``GroupCommit`` (one writer task, one transaction per batch) into
+``SQLiteEventWriter``; searches are keyset-paginated SQL from ``filters.py`` over indexes that
+end with ``seq`` (``sqlite_schema.py``), so a page costs its own rows wherever it starts.
+Counts by stream and kind read running counts (``counted_sql``) instead of the rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from server.events import Event, EventRecord
+from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
+from server.store.filters import SqlDialect, Window, count_sql, counted_sql
+from server.store.group_commit import GroupCommit
+from server.store.pagination import event_page, event_search_sql
+from server.store.rows import check_deletable
+from server.store.sqlite_conversations import SQLiteConversationStore
+from server.store.sqlite_database import SQLiteDatabase
+from server.store.sqlite_writer import COLUMNS, FOLD_AFTER, TREE, SQLiteEventWriter
+
+DIALECT = SqlDialect(placeholder=lambda _: "?", tree_match="tree = " + TREE)
+
+_SEARCH_COLUMNS = ", ".join(COLUMNS)
+_GET = "SELECT t.root_id, " + ", ".join(f"e.{c}" for c in COLUMNS) + " FROM events e JOIN trees t ON t.id = e.tree"
+_IDS_PER_QUERY = 500
+
+
+class SQLiteStore(SQLiteConversationStore):
+    """``Store`` on SQLite at ``url`` (``sqlite:///abs/path.db`` or ``sqlite:///:memory:``).
+
+    WAL mode with ``synchronous=NORMAL``: an append is committed when it returns and survives
+    the process crashing; a power loss may lose the last commits. Open with ``open()``,
+    release with ``close()``.
+    """
+
+    def __init__(self, url: str, *, readers: int = 4, max_batch: int = 1000, fold_after: int = FOLD_AFTER) -> None:
+        self.url = url
+        self._db = SQLiteDatabase(url, readers=readers)
+        self._writer = SQLiteEventWriter(self._db, fold_after=fold_after)
+        self._commit = GroupCommit(self._writer, max_batch=max_batch)
+
+    async def open(self) -> None:
+        """Create the file (and its folder) if needed, migrate, start the writer task."""
+        await self._db.open()
+        self._commit.start()
+
+    async def close(self) -> None:
+        """Write what is queued, then close every connection."""
+        await self._commit.close()
+        await self._db.close()
+
+    async def append(self, conversation_id: str, root_id: str, event: Event) -> EventRecord:
+        """See ``EventStore.append``. Raises ``ValueError`` for an ephemeral event or an
+        event id already stored."""
+        return await self._commit.append(conversation_id, root_id, event)
+
+    async def search(
+        self,
+        query: EventQuery,
+        *,
+        limit: int = MAX_PAGE,
+        page_id: str | None = None,
+        order: SortOrder = "TIMESTAMP",
+    ) -> EventPage:
+        sql, params = event_search_sql(
+            query,
+            dialect=DIALECT,
+            columns=_SEARCH_COLUMNS,
+            limit=limit,
+            page_id=page_id,
+            order=order,
+            window=await self._time_window(query),
+        )
+        return event_page(query, order, limit, await self._db.fetchall(sql, params))
+
+    async def count(self, query: EventQuery) -> int:
+        sql, params = await self._count_sql(query)
+        row = await self._db.fetchone(sql, params)
+        return row[0] if row else 0
+
+    async def get(self, event_id: str) -> EventRecord | None:
+        row = await self._db.fetchone(_GET + " WHERE e.id = ?", (event_id,))
+        return None if row is None else EventRecord(*row)
+
+    async def get_many(self, event_ids: Sequence[str]) -> list[EventRecord]:
+        found: dict[str, EventRecord] = {}
+        unique = list(dict.fromkeys(event_ids))
+        for start in range(0, len(unique), _IDS_PER_QUERY):
+            chunk = unique[start : start + _IDS_PER_QUERY]
+            marks = ", ".join("?" * len(chunk))
+            for row in await self._db.fetchall(f"{_GET} WHERE e.id IN ({marks})", chunk):
+                record = EventRecord(*row)
+                found[record.id] = record
+        return [found[event_id] for event_id in event_ids if event_id in found]
+
+    async def last_seq(self, root_id: str) -> int:
+        return await self._writer.last_seq(root_id)
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        """Delete a root conversation's whole tree: its records and every event. Raises
+        ``ConversationNotFound``, or ``BadRequest`` for a sub-agent (delete its root)."""
+        check_deletable(conversation_id, await self.get_conversation(conversation_id))
+        async with self._db.writing() as conn:
+            # One transaction: a large tree holds appends up for as long as it takes.
+            await self._writer.delete_tree(conn, conversation_id)
+            await conn.execute("DELETE FROM conversations WHERE root_id = ?", (conversation_id,))
+        self._commit.forget(conversation_id)
+
+    async def explain_search(
+        self, query: EventQuery, *, order: SortOrder = "TIMESTAMP", page_id: str | None = None
+    ) -> list[str]:
+        """Diagnostics: SQLite's query plan for ``search`` (one line per step)."""
+        sql, params = event_search_sql(
+            query,
+            dialect=DIALECT,
+            columns=_SEARCH_COLUMNS,
+            limit=MAX_PAGE,
+            page_id=page_id,
+            order=order,
+            window=await self._time_window(query),
+        )
+        return await self._explain(sql, params)
+
+    async def explain_count(self, query: EventQuery) -> list[str]:
+        """Diagnostics: SQLite's query plan for ``count``."""
+        return await self._explain(*await self._count_sql(query))
+
+    async def _count_sql(self, query: EventQuery) -> tuple[str, list[Any]]:
+        counted = counted_sql(query, dialect=DIALECT)
+        if counted is not None:
+            return counted
+        return count_sql(query, dialect=DIALECT, window=await self._time_window(query))
+
+    async def _time_window(self, query: EventQuery) -> Window | None:
+        # A time range reads only the seq range its summarized blocks point to.
+        if query.timestamp_gte is None and query.timestamp_lt is None:
+            return None
+        return await self._writer.time_window(query)
+
+    async def _explain(self, sql: str, params: Sequence[Any]) -> list[str]:
+        return [row[3] for row in await self._db.fetchall("EXPLAIN QUERY PLAN " + sql, params)]

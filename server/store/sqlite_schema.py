@@ -1,0 +1,140 @@
+"""The SQLite schema, its migrations, and how a connection is set up.
+
+Events live in one table for all trees. A tree's root id is stored once, in ``trees``, and
+events carry its small integer key, which keeps the indexes (every one starts with the tree)
+compact. Each index ends with ``seq`` after the tree and the filter's column, so a filtered
+search reads its page in ``seq`` order and stops. The kind-within-stream index also makes the
+common "this conversation's events of kind K" search and count exact.
+
+A tree's events up to ``trees.counted_seq`` (all but the last thousand or so) are also
+summarized, so two questions need not read the log: ``event_counts`` holds the count per
+(tree, stream, kind), the API's usual count filters; ``time_blocks`` holds each run of about a
+thousand events' first and last ``seq`` and lowest and highest timestamp, which turns a time
+range into the ``seq`` range to read (timestamps follow ``seq`` closely, but need not). The
+writer folds the newest events in (``sqlite_writer.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiosqlite
+
+from server.store.schema import EVENT_INDEXES, pending_migrations
+
+MEMORY = ":memory:"
+
+_V1 = """
+CREATE TABLE trees (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    root_id TEXT NOT NULL UNIQUE,
+    counted_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE event_counts (
+    tree INTEGER NOT NULL,
+    conversation_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (tree, conversation_id, kind)
+) WITHOUT ROWID;
+CREATE TABLE time_blocks (
+    tree INTEGER NOT NULL,
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    min_ts TEXT NOT NULL,
+    max_ts TEXT NOT NULL
+);
+CREATE INDEX time_blocks_by_max ON time_blocks (tree, max_ts, min_ts, first_seq, last_seq);
+CREATE INDEX time_blocks_by_min ON time_blocks (tree, min_ts, max_ts, first_seq, last_seq);
+CREATE TABLE events (
+    tree INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    source TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
+    subagent_id TEXT,
+    parent_tool_use_id TEXT,
+    json TEXT NOT NULL
+);
+""" + EVENT_INDEXES + """
+CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    root_id TEXT NOT NULL,
+    parent_id TEXT,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    json TEXT NOT NULL
+);
+CREATE INDEX conversations_by_tree ON conversations (root_id, created_at);
+CREATE INDEX conversations_roots ON conversations (created_at, id)
+    WHERE parent_id IS NULL;
+CREATE INDEX conversations_roots_by_status ON conversations (status, created_at, id)
+    WHERE parent_id IS NULL
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1,)
+"""Migration n brings the database from version n - 1 to n; statements end with ``;``."""
+
+_PRAGMAS = (
+    # NORMAL in WAL mode: a commit survives a crash of the process (not of the machine).
+    "PRAGMA synchronous = NORMAL",
+    "PRAGMA busy_timeout = 10000",
+    "PRAGMA temp_store = MEMORY",
+)
+
+
+def database_path(url: str) -> str:
+    """The file of ``sqlite:///abs/path.db`` (or ``:memory:`` for ``sqlite:///:memory:``)."""
+    if not url.startswith("sqlite:"):
+        raise ValueError(f"not a SQLite URL: {url!r}")
+    rest = url.removeprefix("sqlite:").split("?", 1)[0]
+    rest = rest.removeprefix("//")  # the (empty) authority
+    if rest in ("", MEMORY, "/" + MEMORY):
+        return MEMORY
+    if rest.startswith("//"):  # sqlite:////abs/path.db, SQLAlchemy's spelling
+        rest = rest[1:]
+    return rest
+
+
+async def connect(path: str, *, read_only: bool = False) -> aiosqlite.Connection:
+    """A connection in autocommit mode (transactions are explicit), set up for taskwire."""
+    if path != MEMORY:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        if path != MEMORY and not read_only:
+            await conn.execute("PRAGMA journal_mode = WAL")
+        for pragma in _PRAGMAS:
+            await conn.execute(pragma)
+        # A bounded page cache (KiB): memory stays flat in the log's length. The writer's is
+        # larger because every append updates all the indexes.
+        await conn.execute(f"PRAGMA cache_size = {-8192 if read_only else -16384}")
+        if read_only:
+            await conn.execute("PRAGMA query_only = ON")
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+async def migrate(conn: aiosqlite.Connection, *, where: str) -> None:
+    """Bring the database to the newest schema; raises ``SchemaVersionError`` if it is newer."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        rows = list(await conn.execute_fetchall("SELECT max(version) FROM schema_version"))
+        found = rows[0][0] or 0
+        pending = pending_migrations(found, MIGRATIONS, where=where)
+        for number, script in enumerate(pending, start=found + 1):
+            for statement in script.split(";"):
+                if statement.strip():
+                    await conn.execute(statement)
+            await conn.execute("DELETE FROM schema_version")
+            await conn.execute("INSERT INTO schema_version (version) VALUES (?)", (number,))
+        await conn.execute("COMMIT")
+    except BaseException:
+        await conn.execute("ROLLBACK")
+        raise
