@@ -48,8 +48,8 @@ async def _postgres_answers() -> bool:
     return True
 
 
-async def _redis_answers() -> bool:
-    client = Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+async def _redis_answers(url: str = REDIS_URL) -> bool:
+    client = Redis.from_url(url, socket_connect_timeout=3)
     try:
         return bool(await client.ping())
     except Exception:
@@ -120,7 +120,7 @@ class PrivateRedis:
              "--dir", str(self.folder)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        await wait_until(self._answers, timeout=20, what=f"redis-server on port {self.port} to answer")
+        await wait_until(lambda: _redis_answers(self.url), timeout=20, what=f"redis-server on port {self.port} to answer")
 
     async def stop(self) -> None:
         """Kill the server (as a crash would) and wait for it to be gone."""
@@ -128,15 +128,6 @@ class PrivateRedis:
             self.process.send_signal(signal.SIGKILL)
             await asyncio.to_thread(self.process.wait)
         self.process = None
-
-    async def _answers(self) -> bool:
-        client = Redis.from_url(self.url, socket_connect_timeout=1)
-        try:
-            return bool(await client.ping())
-        except Exception:
-            return False
-        finally:
-            await client.aclose()
 
 
 @asynccontextmanager

@@ -24,6 +24,7 @@ from server.events.models import new_id
 from server.runtime.backends import build_backend
 from server.runtime.conversation import ConversationHost
 from server.runtime.forwarding import TopicPublisher
+from server.runtime.ownership import Ownership, owned
 from server.runtime.recovery import close_interrupted_calls
 from server.runtime.task_manager import TaskManager
 from server.runtime.tree import subagent_entries
@@ -47,6 +48,8 @@ class Runtime:
         self.tasks = TaskManager(settings, hooks, self.drive)
         self._roots: dict[str, ConversationHost] = {}
         self._lock = asyncio.Lock()
+        self.ownership = Ownership(self)
+        """Which replica runs each conversation (``@owned`` commands go there)."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -55,6 +58,7 @@ class Runtime:
         for host in list(self._roots.values()):
             await host.close()
         self._roots.clear()
+        await self.ownership.close()
 
     # -- conversations --------------------------------------------------------------------
 
@@ -68,12 +72,13 @@ class Runtime:
             id=conversation_id, root_id=conversation_id, agent=agent, workspace=str(folder.resolve())
         )
         await self.store.create_conversation(record)
-        host = await self.host(conversation_id)
-        await host.emit_status_snapshot()
-        if initial_message is not None:
-            await self.send_message(conversation_id, initial_message, run=run)
-        elif run:
-            await self.run(conversation_id)
+        async with self.ownership.owning(conversation_id):
+            host = await self.host(conversation_id)
+            await host.emit_status_snapshot()
+            if initial_message is not None:
+                await self.send_message(conversation_id, initial_message, run=run)
+            elif run:
+                await self.run(conversation_id)
         return host.record
 
     async def get(self, conversation_id: str) -> ConversationRecord:
@@ -113,6 +118,17 @@ class Runtime:
             await host.set_status("paused")
         return host
 
+    def loaded(self, conversation_id: str) -> ConversationHost | None:
+        """The host of a root this process holds in memory, if any."""
+        return self._roots.get(conversation_id)
+
+    async def unload(self, conversation_id: str) -> None:
+        """Stop and forget a root's host; the next command loads it again from the store."""
+        host = self._roots.pop(conversation_id, None)
+        if host is not None:
+            await host.close()
+
+    @owned
     async def delete(self, conversation_id: str) -> None:
         record = await self.get(conversation_id)
         if not record.is_root:
@@ -124,6 +140,7 @@ class Runtime:
 
     # -- running --------------------------------------------------------------------------
 
+    @owned
     async def send_message(self, conversation_id: str, content: str, *, run: bool = True) -> None:
         """Record a user message and deliver it; start a run unless one is going (it picks it up)."""
         host = await self.host(conversation_id)
@@ -132,6 +149,7 @@ class Runtime:
         if run and not host.running:
             await self.run(conversation_id)
 
+    @owned
     async def run(self, conversation_id: str) -> None:
         host = await self.host(conversation_id)
         if host.running:
@@ -174,10 +192,12 @@ class Runtime:
         await host.set_status("paused" if host.pause_requested and answer is None else "finished")
         return answer
 
+    @owned
     async def pause(self, conversation_id: str) -> None:
         """Stop at the next safe point (before the next model call)."""
         (await self.host(conversation_id)).request_pause()
 
+    @owned
     async def interrupt(self, conversation_id: str) -> None:
         """Stop now: running tools are cancelled and closed (``failed`` / ``cancelled``)."""
         host = await self.host(conversation_id)
@@ -210,6 +230,7 @@ class Runtime:
         counts = {r.id: 0 for r in tree}
         return await subagent_entries(self.store, tree, under=record.id, counts=counts)
 
+    @owned
     async def cancel_subagent(self, conversation_id: str, subagent_id: str) -> None:
         """Cancel one sub-agent (and its own sub-agents); its siblings and parent go on."""
         record = await self.get(conversation_id)
@@ -220,7 +241,14 @@ class Runtime:
             if child is None or child.root_id != record.root_id or child.is_root:
                 raise SubagentNotFound(subagent_id)
             raise BadRequest(f"sub-agent {subagent_id!r} is not running", code="subagent_not_running")
-        if target.task is not None and not target.task.done():
+        if target.task is None:
+            # A peer's own sub-agent (Claude Code's): the peer runs it, and offers no way to stop it alone.
+            raise BadRequest(
+                f"sub-agent {subagent_id!r} is run by an external agent that cannot cancel it alone; "
+                "interrupt the conversation instead",
+                code="subagent_not_cancellable",
+            )
+        if not target.task.done():
             target.task.cancel()
 
     async def full_state(self, conversation_id: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ that end with ``seq``; counts by stream and kind and time-range searches use the
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any, Sequence
 
@@ -27,7 +28,7 @@ from server.store.group_commit import GroupCommit
 from server.store.pagination import check_page_request, decode_event_page_id, encode_event_page_id
 from server.store.postgres_conversations import PostgresConversationStore
 from server.store.postgres_schema import create_pool, describe, migrate
-from server.store.postgres_summaries import FOLD_AFTER, delete_summaries, fold, time_window
+from server.store.postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
 from server.store.rows import check_deletable, event_record
 
 _TREE = "(SELECT id FROM trees WHERE root_id = {})"
@@ -57,9 +58,6 @@ class _EventWriter:
     def __init__(self, pool: asyncpg.Pool, *, fold_after: int = FOLD_AFTER) -> None:
         self._pool = pool
         self._fold_after = fold_after
-
-    async def last_seq(self, root_id: str) -> int:
-        return await self._pool.fetchval("SELECT last_seq FROM trees WHERE root_id = $1", root_id) or 0
 
     async def write_appends(self, appends: Sequence[Any]) -> list[EventRecord]:
         """Store ``appends`` (``GroupCommit``'s queued items) and return their records, in order."""
@@ -208,7 +206,11 @@ class PostgresStore(PostgresConversationStore):
         return EventPage(items=items, next_page_id=next_page_id)
 
     async def count(self, query: EventQuery) -> int:
-        sql, params = await self._count_sql(query)
+        if counted_sql(query, dialect=DIALECT) is not None:  # by stream and kind only
+            mark, before = await counted(self.pool, query)
+            sql, params = count_sql(dataclasses.replace(query, after_seq=mark), dialect=DIALECT)
+            return before + await self.pool.fetchval(sql, *params)
+        sql, params = count_sql(query, dialect=DIALECT, window=await time_window(self.pool, query))
         return await self.pool.fetchval(sql, *params)
 
     async def get(self, event_id: str) -> EventRecord | None:
@@ -246,16 +248,12 @@ class PostgresStore(PostgresConversationStore):
         return await self._explain(sql, params)
 
     async def explain_count(self, query: EventQuery) -> list[str]:
-        """Diagnostics: PostgreSQL's plan for ``count``."""
-        sql, params = await self._count_sql(query)
-        return await self._explain(sql, params)
-
-    async def _count_sql(self, query: EventQuery) -> tuple[str, list[Any]]:
-        # By stream and kind: from the running counts; otherwise the rows, within the window.
-        counted = counted_sql(query, dialect=DIALECT)
-        if counted is not None:
-            return counted
-        return count_sql(query, dialect=DIALECT, window=await time_window(self.pool, query))
+        """Diagnostics: PostgreSQL's plan for the rows ``count`` reads (past the mark, when
+        the running counts answer for the rest)."""
+        if counted_sql(query, dialect=DIALECT) is not None:
+            mark, _ = await counted(self.pool, query)
+            return await self._explain(*count_sql(dataclasses.replace(query, after_seq=mark), dialect=DIALECT))
+        return await self._explain(*count_sql(query, dialect=DIALECT, window=await time_window(self.pool, query)))
 
     async def _explain(self, sql: str, params: Sequence[Any]) -> list[str]:
         return [row[0] for row in await self.pool.fetch("EXPLAIN " + sql, *params)]

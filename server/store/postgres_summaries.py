@@ -45,6 +45,26 @@ async def delete_summaries(conn: asyncpg.Connection, root_id: str) -> None:
         await conn.execute(f"DELETE FROM {table} WHERE tree = (SELECT id FROM trees WHERE root_id = $1)", root_id)
 
 
+async def counted(pool: asyncpg.Pool, query: EventQuery) -> tuple[int, int]:
+    """The tree's mark and the events up to it that ``query`` (streams and kinds only) counts.
+
+    Read together, in one statement; the caller counts the events past the mark with the mark
+    as a parameter: a bound the planner sees, so it reads the index from there (a bound from a
+    sub-select it cannot see, and it may read the whole table)."""
+    params: list[object] = [query.root_id]
+    where = ["tree = t.id"]
+    for column, values in (("conversation_id", query.conversation_ids), ("kind", query.kinds)):
+        if values is not None:
+            params.append(list(values))
+            where.append(f"{column} = ANY(${len(params)}::text[])")
+    row = await pool.fetchrow(
+        f"SELECT t.counted_seq, (SELECT coalesce(sum(n), 0) FROM event_counts WHERE {' AND '.join(where)}) "
+        "FROM trees t WHERE t.root_id = $1",
+        *params,
+    )
+    return (row[0], row[1]) if row is not None else (0, 0)
+
+
 async def time_window(pool: asyncpg.Pool, query: EventQuery) -> Window | None:
     """The ``seq`` range, as (exclusive lower, inclusive upper), holding every event of
     ``query``'s time range: from the first block that overlaps it to the last, or to the last
