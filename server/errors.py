@@ -102,6 +102,11 @@ class Unavailable(TaskwireError):
     status_code = 503
     code = "unavailable"
 
+    def __init__(self, detail: str, *, code: str | None = None, retry_after: float | None = None) -> None:
+        super().__init__(detail, code=code)
+        self.retry_after = retry_after
+        """Seconds after which the same request may succeed (sent as ``Retry-After``)."""
+
 
 class BackendError(TaskwireError):
     """An agent backend failed; the conversation records an AgentErrorEvent."""

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import AsyncIterator
 
 import pytest
 
-from tests.servers import RunningServer, taskwire_server, isolated_settings
+from tests.servers import RunningServer, isolated_settings, taskwire_server
+from tests.services import IN_CI, need  # noqa: F401  (re-exported for test folders)
 
-IN_CI = bool(os.environ.get("CI"))
 REPO = Path(__file__).resolve().parents[1]
-
-
-def need(condition: bool, reason: str) -> None:
-    """Skip when ``condition`` is false, except in CI, where a missing dependency is a failure."""
-    if condition:
-        return
-    if IN_CI:
-        pytest.fail(f"required in CI: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture

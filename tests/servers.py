@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
+import subprocess
+import sys
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +17,10 @@ import uvicorn
 
 from server.api.app import create_app
 from server.settings import Settings
+from tests.services import free_port, wait_until
+
+REPO = Path(__file__).resolve().parents[1]
+START_TIMEOUT = 60.0
 
 
 @asynccontextmanager
@@ -88,3 +95,59 @@ async def wait_for_status(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"conversation stayed {info.get('status')!r}, wanted one of {statuses}")
         await asyncio.sleep(0.05)
+
+
+class ServerProcess:
+    """One ``taskwire serve`` process (a replica); its output goes to ``<folder>/<name>.log``."""
+
+    def __init__(self, name: str, folder: Path, env: dict[str, str]) -> None:
+        self.name = name
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}"
+        self.log_path = folder / f"{name}.log"
+        self.env = {**env, "OH_REPLICA_ID": name, "OH_WORKSPACE_PATH": str(folder / name)}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.client = httpx.AsyncClient(base_url=self.url, timeout=30)
+
+    async def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "server.cli", "serve", "--port", str(self.port)],
+                cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            )
+        await wait_until(self._answers, timeout=START_TIMEOUT, what=f"replica {self.name} to answer ({self.log()})")
+
+    async def _answers(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise AssertionError(f"replica {self.name} exited with {self.process.returncode}: {self.log()}")
+        try:
+            return (await self.client.get("/alive")).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    async def ready(self) -> tuple[int, dict[str, Any]]:
+        response = await self.client.get("/ready")
+        return response.status_code, response.json()
+
+    async def kill(self) -> None:
+        """SIGKILL: the process dies at once, as a crashed machine would."""
+        await self._end(signal.SIGKILL)
+
+    async def stop(self) -> None:
+        await self._end(signal.SIGTERM)
+
+    async def _end(self, sig: signal.Signals) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                await asyncio.wait_for(asyncio.to_thread(self.process.wait), 30)
+            except asyncio.TimeoutError:
+                self.process.kill()
+                await asyncio.to_thread(self.process.wait)
+        self.process = None
+
+    def log(self) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return text[-3000:]

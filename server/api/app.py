@@ -36,6 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await bus.start()
         runtime = Runtime(settings, store, bus, app.state.hooks)
         app.state.store, app.state.bus, app.state.runtime = store, bus, runtime
+        await runtime.recover()
         extensions = await _start_extensions(app)
         try:
             yield

@@ -4,13 +4,14 @@ WebSocket close codes."""
 from __future__ import annotations
 
 import logging
+import math
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from server.errors import NotFound, TaskwireError, Unauthorized
+from server.errors import NotFound, TaskwireError, Unauthorized, Unavailable
 from server.stream.close_codes import CloseCode
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,13 @@ def close_code_for(error: TaskwireError) -> CloseCode:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(TaskwireError)
     async def taskwire_error(request: Request, exc: TaskwireError) -> JSONResponse:
+        if isinstance(exc, Unavailable):
+            # Expected while a dead replica's lease lapses: the client is told when to retry.
+            log.warning("%s %s: %s", request.method, request.url.path, exc.detail)
+            response = error_response(exc.status_code, exc.detail, exc.code)
+            if exc.retry_after is not None:
+                response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+            return response
         if exc.status_code >= 500:
             log.error("%s %s: %s", request.method, request.url.path, exc.detail)
         return error_response(exc.status_code, exc.detail, exc.code)

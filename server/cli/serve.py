@@ -10,6 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from server.settings import Settings
+
 err = Console(stderr=True)
 
 
@@ -40,7 +42,6 @@ def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from server.api.app import create_app
-    from server.settings import Settings
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
     settings = Settings(**overrides)
@@ -49,6 +50,10 @@ def run_serve(args: argparse.Namespace) -> int:
             f"[red]refusing to bind {settings.host}:[/red] no session API key is set, so anyone who can "
             "reach this address could run commands. Set OH_SESSION_API_KEYS='[\"<key>\"]' or bind 127.0.0.1."
         )
+        return 2
+    problem = asyncio.run(store_problem(settings))
+    if problem is not None:
+        err.print(f"[red]cannot open the store {settings.resolved_database_url().split('@')[-1]}:[/red] {problem}")
         return 2
     base = f"http://{settings.host}:{settings.port}"
     err.print(f"[bold]taskwire[/bold] on {base}  (docs: {base}/docs)")
@@ -62,6 +67,21 @@ def run_serve(args: argparse.Namespace) -> int:
     err.print(f"  or run the whole demo:  .venv/bin/taskwire demo --url {base}")
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio")
     return 0
+
+
+async def store_problem(settings: Settings) -> str | None:
+    """Open (and migrate) the store once before serving, so a refusal reads as one line, not a
+    start-up traceback."""
+    from server.store import open_store
+    from server.store.schema import SchemaVersionError
+
+    store = open_store(settings.resolved_database_url())
+    try:
+        await store.open()
+    except (SchemaVersionError, OSError, ValueError) as exc:
+        return str(exc)
+    await store.close()
+    return None
 
 
 def run_mock_llm(args: argparse.Namespace) -> int:

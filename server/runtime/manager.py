@@ -53,6 +53,26 @@ class Runtime:
 
     # -- lifecycle ------------------------------------------------------------------------
 
+    async def recover(self) -> int:
+        """At start-up on one machine (no shared store): conversations the store says are
+        running were running in a process that is gone. Load each, which closes what it left
+        open and marks it ``paused``. With replicas, a lapsed lease does this instead, when the
+        conversation is next asked to run. Returns how many were recovered."""
+        if self.ownership.shared:
+            return 0
+        recovered, page_id = [], None
+        while True:
+            page = await self.store.search_conversations(status="running", page_id=page_id)
+            recovered.extend(record.id for record in page.items)
+            page_id = page.next_page_id
+            if page_id is None:
+                break
+        for conversation_id in recovered:
+            await self.host(conversation_id)
+        if recovered:
+            log.warning("recovered %d conversation(s) interrupted by a previous stop", len(recovered))
+        return len(recovered)
+
     async def close(self) -> None:
         """Stop every run (their status becomes ``paused``) and release backends."""
         for host in list(self._roots.values()):

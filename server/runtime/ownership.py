@@ -109,7 +109,7 @@ class Ownership:
             async with self._working(root_id):
                 return await self._run_here(conversation_id, name, args, kwargs)
         if hops >= MAX_HOPS:
-            raise Unavailable(f"conversation {root_id!r} is changing hands; try again", code="owner_moving")
+            raise Unavailable(f"conversation {root_id!r} is changing hands; try again", code="owner_moving", retry_after=1)
         command = {"conversation_id": conversation_id, "name": name, "args": args, "kwargs": kwargs, "hops": hops + 1}
         try:
             return await self._runtime.bus.send_command(owner, command, timeout=COMMAND_TIMEOUT)
@@ -121,6 +121,7 @@ class Ownership:
                 f"({exc.detail}); another replica can take it over when its lease lapses, "
                 f"in {left:.1f} s",
                 code="owner_unreachable",
+                retry_after=left,
             ) from exc
 
     @asynccontextmanager

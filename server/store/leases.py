@@ -8,11 +8,12 @@ machine and ownership is trivially local: ``leases_for`` gives ``None``.
 
 from __future__ import annotations
 
-from typing import Sequence
-
-import asyncpg
+from typing import TYPE_CHECKING, Sequence
 
 from server.store.base import Store
+
+if TYPE_CHECKING:
+    import asyncpg  # only the PostgreSQL store needs it; SQLite servers start without it
 
 _ACQUIRE = """
 INSERT INTO leases (conversation_id, owner, expires_at)

@@ -20,7 +20,7 @@ from tests.acp.helpers import assert_stamped, assert_unstamped, last_per_call, w
 from tests.api.helpers import all_events
 from tests.api.socket_client import next_frame, open_socket
 from tests.claude_sdk.real_claude import claude_agent
-from tests.conftest import need
+from tests.services import need
 from tests.llm.conftest import DEMO, RunningMock, serve_mock
 from tests.servers import RunningServer
 

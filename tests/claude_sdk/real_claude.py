@@ -13,7 +13,7 @@ import claude_agent_sdk
 
 from server.llm.mock_server import create_mock_app
 from server.llm.script import Script
-from tests.conftest import need
+from tests.services import need
 from tests.servers import serve_app
 
 BUNDLED_CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import need
+from tests.services import need
 from tests.llm.conftest import DEMO, REPO, RunningMock, serve_mock
 
 

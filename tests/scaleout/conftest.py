@@ -10,82 +10,22 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import websockets
 
-from tests.services import REDIS_URL, free_port, need_redis, postgres_schema_url, private_redis, wait_until
+from tests.servers import ServerProcess as Replica
+from tests.services import REDIS_URL, need_redis, postgres_schema_url, private_redis, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("slow_two_subagents.yaml")
-START_TIMEOUT = 60.0
 WAIT = 90.0
 """Seconds any wait may take before the test fails: generous, for a loaded machine."""
-
-
-class Replica:
-    """One ``taskwire serve`` process; its stderr goes to ``<folder>/<name>.log``."""
-
-    def __init__(self, name: str, folder: Path, env: dict[str, str]) -> None:
-        self.name = name
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.ws_url = f"ws://127.0.0.1:{self.port}"
-        self.log_path = folder / f"{name}.log"
-        self.env = {**env, "OH_REPLICA_ID": name, "OH_WORKSPACE_PATH": str(folder / name)}
-        self.process: subprocess.Popen[bytes] | None = None
-        self.client = httpx.AsyncClient(base_url=self.url, timeout=30)
-
-    async def start(self) -> None:
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "server.cli", "serve", "--port", str(self.port)],
-                cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-            )
-        await wait_until(self._answers, timeout=START_TIMEOUT, what=f"replica {self.name} to answer ({self.log()})")
-
-    async def _answers(self) -> bool:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            raise AssertionError(f"replica {self.name} exited with {self.process.returncode}: {self.log()}")
-        try:
-            return (await self.client.get("/alive")).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    async def ready(self) -> tuple[int, dict[str, Any]]:
-        response = await self.client.get("/ready")
-        return response.status_code, response.json()
-
-    async def kill(self) -> None:
-        """SIGKILL: the process dies at once, as a crashed machine would."""
-        await self._end(signal.SIGKILL)
-
-    async def stop(self) -> None:
-        await self._end(signal.SIGTERM)
-
-    async def _end(self, sig: signal.Signals) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(sig)
-            try:
-                await asyncio.wait_for(asyncio.to_thread(self.process.wait), 30)
-            except asyncio.TimeoutError:
-                self.process.kill()
-                await asyncio.to_thread(self.process.wait)
-        self.process = None
-
-    def log(self) -> str:
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return text[-3000:]
 
 
 @dataclass

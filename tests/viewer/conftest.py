@@ -11,7 +11,7 @@ from typing import AsyncIterator
 
 import pytest
 
-from tests.conftest import need
+from tests.services import need
 
 CHROMIUM_ARGS = [
     "--headless",

@@ -1,0 +1,66 @@
+"""One machine: a server killed mid-run, restarted on the same database, closes what it left open."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.api.helpers import all_events, scripted_agent
+from tests.servers import ServerProcess, isolated_settings, taskwire_server, wait_for_status
+from tests.services import wait_until
+
+SCRIPT = json.dumps({"lanes": [
+    {"name": "sleeper", "match": {"first_user_ends_with": "Sleep."}, "turns": [
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "sleep 30"}}]},
+        {"tool_calls": [{"name": "finish", "arguments": {"message": "slept"}}]}]},
+    {"name": "main", "turns": [
+        {"tool_calls": [{"name": "task", "arguments": {"description": "sleep", "prompt": "Sleep."}}]},
+        {"text": "The sub-agent was interrupted; I carried on."}]},
+]})
+
+
+async def test_restart_after_a_kill_closes_open_calls_and_subagents_and_the_run_can_go_on(tmp_path: Path) -> None:
+    settings = isolated_settings(tmp_path, forward_subagent_events=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
+    env.update(OH_DATABASE_URL=settings.resolved_database_url(), OH_FORWARD_SUBAGENT_EVENTS="true",
+               OH_CONFIG_FILE=str(tmp_path / "none.toml"))
+    first = ServerProcess("first", tmp_path, env)
+    await first.start()
+    try:
+        response = await first.client.post("/api/conversations", json={"agent": scripted_agent(SCRIPT), "initial_message": "Go."})
+        cid = response.json()["id"]
+
+        async def sleeping() -> bool:
+            found = await first.client.get(f"/api/conversations/{cid}/events/search",
+                                           params={"include_subagents": "true", "kind": "ActionEvent"})
+            return any(e["tool_name"] == "terminal" for e in found.json()["items"])
+
+        await wait_until(sleeping, timeout=60, what="the sub-agent to start sleeping")
+    finally:
+        await first.kill()
+        await first.client.aclose()
+
+    async with taskwire_server(settings) as server:
+        info = (await server.client.get(f"/api/conversations/{cid}")).json()
+        assert info["status"] == "paused"
+        everything = await all_events(server, cid, include_subagents=True)
+        tree = (await server.client.get(f"/api/conversations/{cid}/subagents")).json()
+        assert [s["status"] for s in tree] == ["error"]
+        sub = tree[0]
+        closing = [e for e in everything if e["kind"] == "ObservationEvent"]
+        by_call = {e["tool_call_id"]: e for e in closing}
+        sleep_call = next(e for e in everything if e["kind"] == "ActionEvent" and e["tool_name"] == "terminal")
+        closed = by_call[sleep_call["tool_call_id"]]
+        assert closed["status"] == "failed" and closed["is_error"]
+        assert closed["subagent_id"] == sub["subagent_id"] and closed["parent_tool_use_id"] == sub["parent_tool_use_id"]
+        assert by_call[sub["parent_tool_use_id"]]["status"] == "failed"
+        assert "subagent_id" not in by_call[sub["parent_tool_use_id"]]
+        finished = [e for e in everything if e["kind"] == "SubagentFinishedEvent"]
+        assert len(finished) == 1 and finished[0]["status"] == "error"
+        # Nothing is left open, and the conversation goes on from its stored events.
+        await server.client.post(f"/api/conversations/{cid}/run")
+        done = await wait_for_status(server.client, cid, {"finished", "error"})
+        assert done["status"] == "finished"
+        messages = [e["content"] for e in await all_events(server, cid, kind="MessageEvent")]
+        assert messages[-1] == "The sub-agent was interrupted; I carried on."
