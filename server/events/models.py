@@ -218,35 +218,21 @@ class ACPToolCallEvent(Event):
     """True when the call failed."""
 
 
-AnyEvent = Annotated[
-    Union[
-        MessageEvent,
-        ActionEvent,
-        ObservationEvent,
-        AgentErrorEvent,
-        StreamingDeltaEvent,
-        ConversationStateUpdateEvent,
-        SubagentStartedEvent,
-        SubagentFinishedEvent,
-        ACPToolCallEvent,
-    ],
-    Field(discriminator="kind"),
-]
+_KINDS = (
+    MessageEvent,
+    ActionEvent,
+    ObservationEvent,
+    AgentErrorEvent,
+    StreamingDeltaEvent,
+    ConversationStateUpdateEvent,
+    SubagentStartedEvent,
+    SubagentFinishedEvent,
+    ACPToolCallEvent,
+)
 
-EVENT_KINDS: dict[str, type[Event]] = {
-    cls.__name__: cls
-    for cls in (
-        MessageEvent,
-        ActionEvent,
-        ObservationEvent,
-        AgentErrorEvent,
-        StreamingDeltaEvent,
-        ConversationStateUpdateEvent,
-        SubagentStartedEvent,
-        SubagentFinishedEvent,
-        ACPToolCallEvent,
-    )
-}
+AnyEvent = Annotated[Union[_KINDS], Field(discriminator="kind")]  # type: ignore[valid-type]
+
+EVENT_KINDS: dict[str, type[Event]] = {cls.__name__: cls for cls in _KINDS}
 """Every event kind by its bare name."""
 
 _adapter: TypeAdapter[Any] = TypeAdapter(AnyEvent)

@@ -14,6 +14,7 @@ import claude_agent_sdk
 from server.llm.mock_server import create_mock_app
 from server.llm.script import Script
 from tests.services import need
+from tests.peers import offline_claude_env
 from tests.servers import serve_app
 
 BUNDLED_CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
@@ -41,18 +42,7 @@ async def mock_llm(script: str | Path | Mapping[str, Any], log_path: Path) -> As
 
 def claude_agent(mock: Mock, home: Path, **extra: Any) -> dict[str, Any]:
     """A ``claude_sdk`` agent whose Claude Code talks only to ``mock``, with its own ``HOME``."""
-    home.mkdir(parents=True, exist_ok=True)
-    env = {
-        "ANTHROPIC_BASE_URL": mock.url,
-        "ANTHROPIC_API_KEY": "test-key",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "HOME": str(home),
-        # Claude Code refuses to bypass permissions as root outside a sandbox it knows of.
-        "IS_SANDBOX": "1",
-    }
+    env = offline_claude_env(mock.url, home)
     return {"kind": "claude_sdk", "permission_mode": "bypassPermissions", "env": env, **extra}
 
 

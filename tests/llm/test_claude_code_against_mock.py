@@ -14,6 +14,7 @@ from typing import Any
 
 from tests.services import need
 from tests.llm.conftest import DEMO, REPO, RunningMock, serve_mock
+from tests.peers import offline_claude_env
 
 
 def claude_binary() -> Path | None:
@@ -28,21 +29,9 @@ async def run_claude(mock: RunningMock, prompt: str, tmp_path: Path) -> list[dic
     """``claude -p PROMPT`` (stream-json, permissions bypassed) against ``mock``; its output lines."""
     binary = claude_binary()
     need(binary is not None, "Claude Code is not installed (run `npm ci` in peers/)")
-    home, work = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
+    work = tmp_path / "work"
     work.mkdir()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "ANTHROPIC_BASE_URL": mock.url,
-        "ANTHROPIC_API_KEY": "test-key",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        # Claude Code refuses to bypass permissions as root outside a sandbox it knows of.
-        "IS_SANDBOX": "1",
-    }
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **offline_claude_env(mock.url, tmp_path / "home")}
     process = await asyncio.create_subprocess_exec(
         str(binary), "-p", prompt, "--output-format", "stream-json", "--verbose",
         "--permission-mode", "bypassPermissions",
