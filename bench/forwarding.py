@@ -37,7 +37,7 @@ def fanout_script(subagents: int, steps: int) -> str:
 async def fanout_run(folder: Path, forwarding: bool, script: str, subagents: int) -> dict:
     settings = isolated_settings(folder, forward_subagent_events=forwarding, max_parallel_subagents=subagents)
     async with taskwire_server(settings) as server:
-        agent = {"kind": "native", "llm": {"api": "scripted", "script": script}}
+        agent = {"kind": "native", "llm": {"api": "scripted", "script": script}, "max_iterations": 1000}
         record = await server.runtime.create(agent, initial_message="Fan out.", run=False)
         url = f"{server.ws_url}/sockets/events/{record.id}"
         async with SocketClient(url, until_finished=True) as client:

@@ -75,8 +75,8 @@ async def store_problem(settings: Settings) -> str | None:
     from server.store import open_store
     from server.store.schema import SchemaVersionError
 
-    store = open_store(settings.resolved_database_url())
     try:
+        store = open_store(settings.resolved_database_url())
         await store.open()
     except (SchemaVersionError, OSError, ValueError) as exc:
         return str(exc)

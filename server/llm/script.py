@@ -13,6 +13,7 @@ mock server (over HTTP, both dialects) turn a request into a ``ScriptRequest``, 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -203,6 +204,29 @@ class ScriptStep:
         return f"{self.lane}_{self.turn}"
 
 
+@functools.lru_cache(maxsize=64)
+def _parse(text: str, origin: str) -> ScriptSpec:
+    """Parse and validate a script's text; cached, because every conversation of a scripted
+    tree (each sub-agent) loads the same script, and a specification is never changed."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise LLMError(f"invalid script ({origin}): not valid YAML: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise LLMError(f"invalid script ({origin}): expected a mapping with `lanes`")
+    return _validate(data, origin)
+
+
+def _validate(data: Mapping[str, Any], origin: str) -> ScriptSpec:
+    try:
+        return ScriptSpec.model_validate(dict(data))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'script'}: {err['msg']}" for err in exc.errors()
+        )
+        raise LLMError(f"invalid script ({origin}): {problems}") from exc
+
+
 class Script:
     """A loaded script and the record of which steps were served.
 
@@ -227,24 +251,11 @@ class Script:
         if isinstance(source, Mapping):
             return cls._from_data(source, origin="inline script")
         text, origin = _read_source(source)
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise LLMError(f"invalid script ({origin}): not valid YAML: {exc}") from exc
-        if not isinstance(data, Mapping):
-            raise LLMError(f"invalid script ({origin}): expected a mapping with `lanes`")
-        return cls._from_data(data, origin=origin)
+        return cls(_parse(text, origin))
 
     @classmethod
     def _from_data(cls, data: Mapping[str, Any], *, origin: str) -> Script:
-        try:
-            return cls(ScriptSpec.model_validate(dict(data)))
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'script'}: {err['msg']}"
-                for err in exc.errors()
-            )
-            raise LLMError(f"invalid script ({origin}): {problems}") from exc
+        return cls(_validate(data, origin))
 
     def select(self, request: ScriptRequest, *, id_prefix: str = "call") -> ScriptStep:
         """The step answering ``request``. Raises ``LLMError`` when no lane matches or the

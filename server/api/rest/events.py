@@ -45,7 +45,7 @@ class EventFilters:
     async def query(self, runtime: Runtime, conversation_id: str) -> EventQuery:
         """Resolve the sub-agent filters into the streams to read. Default: the conversation's own."""
         record = await runtime.get(conversation_id)
-        streams: list[str] = [record.id]
+        streams: list[str] | None = [record.id]
         if self.subagent_id or self.parent_tool_use_id or self.include_subagents:
             tree = await runtime.store.tree(record.root_id)
             below = descendants(tree, record.id)
@@ -58,6 +58,8 @@ class EventFilters:
                 streams = descendants(tree, self.subagent_id) if self.include_subagents else [self.subagent_id]
             else:
                 streams = below
+            if len(streams) == len(tree):
+                streams = None  # the whole tree: one ordered read, not one per stream
         return EventQuery(
             root_id=record.root_id,
             conversation_ids=streams,

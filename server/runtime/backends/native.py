@@ -36,6 +36,7 @@ class NativeBackend:
         self.llm = llm
         self.model = model
         self.tools = {tool.name: tool for tool in tools}
+        self.tool_specs = [spec_of(tool) for tool in tools]  # a JSON schema per tool: made once
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
         self.tasks = tasks
@@ -69,7 +70,7 @@ class NativeBackend:
             model=self.model,
             system=self.system_prompt,
             messages=self.messages,
-            tools=[spec_of(tool) for tool in self.tools.values()],
+            tools=self.tool_specs,
         )
 
         async def on_delta(text: str) -> None:
