@@ -70,7 +70,7 @@ async def main() -> None:
     sample = ActionEvent(tool_name="think", tool_call_id="bench-0", arguments={"thought": "step 0"}, seq=1).to_json()
     with tempfile.TemporaryDirectory() as tmp:
         ceiling = await bare_ceiling(args.events, sample)
-        bursts = {n: await taskwire_burst(Path(tmp) / f"burst-{n}", args.events, n) for n in (1, 8, 32)}
+        bursts = {n: await taskwire_burst(Path(tmp) / f"burst-{n}", args.events, n) for n in (1, 8, 32, 128)}
         latency = await taskwire_latency(Path(tmp) / "latency", args.latency_events)
     table = Table(title=f"live delivery to one WebSocket client ({args.events:,} events of {len(sample)} bytes)")
     table.add_column("path")
