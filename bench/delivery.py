@@ -45,11 +45,12 @@ async def taskwire_burst(folder: Path, count: int, emitters: int) -> tuple[dict,
         record = await server.runtime.create({"kind": "native"}, run=False)
         host = await server.runtime.host(record.id)
         url = f"{server.ws_url}/sockets/events/{record.id}?resend_mode=since&after_seq=1000000000"
-        async with SocketClient(url, count=count) as client:
+        each = count // emitters
+        async with SocketClient(url, count=each * emitters) as client:
             started = time.perf_counter()
-            await asyncio.gather(*(paced_emit(host.emit, count // emitters, rate=0) for _ in range(emitters)))
+            await asyncio.gather(*(paced_emit(host.emit, each, rate=0) for _ in range(emitters)))
             emit_seconds = time.perf_counter() - started
-            return await client.result(), count / emit_seconds
+            return await client.result(), each * emitters / emit_seconds
 
 
 async def taskwire_latency(folder: Path, count: int) -> dict:
