@@ -12,7 +12,7 @@ from rich.console import Console
 
 from server.settings import Settings
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # commands stay whole, so they copy and paste
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
