@@ -30,3 +30,10 @@ def test_every_hook_is_documented() -> None:
     missing = [hook for hook in server.hooks.HOOKS if f"``{hook}``" not in doc]
     assert not missing, f"document these hooks in server/hooks.py: {missing}"
     assert set(server.hooks.HOOKS) == set(server.hooks.Hooks.__dataclass_fields__)
+
+
+def test_every_close_code_is_in_the_readme() -> None:
+    from server.stream.close_codes import CloseCode
+
+    missing = [code.name for code in CloseCode if str(int(code)) not in README]
+    assert not missing, f"document these close codes in README.md: {missing}"
