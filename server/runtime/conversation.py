@@ -21,9 +21,10 @@ from server.events import (
     Usage,
 )
 from server.events.models import new_id
-from server.runtime.forwarding import RecordSink, TopicPublisher, ephemeral_record, forwarder, stamp
+from server.runtime.forwarding import RecordSink, TopicPublisher, forwarder, stamp
 from server.settings import Settings
 from server.store import ConversationRecord, Store
+from server.store.rows import event_record
 
 if TYPE_CHECKING:
     from server.runtime.backends.base import AgentBackend
@@ -88,7 +89,7 @@ class ConversationHost:
             stamp(event, self.record.parent_tool_use_id or "", self.conversation_id)
         if event.ephemeral:
             if self._sink is not None:
-                self._sink(ephemeral_record(event, self.conversation_id, self.root_id))
+                self._sink(event_record(self.conversation_id, self.root_id, event))  # seq stays None
             return
         record = await self._store.append(self.conversation_id, self.root_id, event)
         # No await between append and publish: appends resume in seq order, so records are

@@ -54,19 +54,3 @@ def forwarder(publisher: TopicPublisher, enabled: bool) -> RecordSink | None:
     """The forwarding callback a sub-agent's conversation calls with each of its records:
     publish on the root's topic when forwarding is on; nothing at all when it is off."""
     return publisher.publish if enabled else None
-
-
-def ephemeral_record(event: Event, conversation_id: str, root_id: str) -> EventRecord:
-    """A record for an event that is published but never stored (a streaming delta)."""
-    return EventRecord(
-        root_id=root_id,
-        conversation_id=conversation_id,
-        seq=None,
-        id=event.id,
-        kind=event.kind,
-        source=event.source,
-        timestamp=event.model_dump(mode="json", include={"timestamp"})["timestamp"],
-        subagent_id=event.subagent_id,
-        parent_tool_use_id=event.parent_tool_use_id,
-        json=event.to_json(),
-    )

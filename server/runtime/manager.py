@@ -247,8 +247,7 @@ class Runtime:
         """The tree below ``conversation_id``, flat: one entry per sub-agent."""
         record = await self.get(conversation_id)
         tree = await self.store.tree(record.root_id)
-        counts = {r.id: 0 for r in tree}
-        return await subagent_entries(self.store, tree, under=record.id, counts=counts)
+        return await subagent_entries(self.store, tree, under=record.id)
 
     @owned
     async def cancel_subagent(self, conversation_id: str, subagent_id: str) -> None:

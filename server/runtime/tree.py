@@ -26,7 +26,7 @@ def spawned_by(tree: Iterable[ConversationRecord], tool_call_id: str) -> Convers
 
 
 async def subagent_entries(
-    store: Store, tree: list[ConversationRecord], *, under: str, counts: dict[str, int]
+    store: Store, tree: list[ConversationRecord], *, under: str
 ) -> list[dict[str, Any]]:
     """One entry per sub-agent below ``under``: what ``GET .../subagents`` returns."""
     by_id = {r.id: r for r in tree}

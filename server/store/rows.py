@@ -23,7 +23,8 @@ def timestamp_text(value: datetime) -> str:
 
 
 def event_record(conversation_id: str, root_id: str, event: Event) -> EventRecord:
-    """Serialize ``event`` (its ``seq`` already set) into the record that is stored and
+    """Serialize ``event`` (its ``seq`` already set; ``None`` for an ephemeral one, which is
+    only published) into the record that is stored and
     published. This is the one place an event becomes JSON."""
     json = event.to_json()
     return EventRecord(

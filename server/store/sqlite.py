@@ -64,7 +64,13 @@ class SQLiteStore(SQLiteConversationStore):
         page_id: str | None = None,
         order: SortOrder = "TIMESTAMP",
     ) -> EventPage:
-        sql, params = event_search_sql(
+        sql, params = await self._search_sql(query, limit, page_id, order)
+        return event_page(query, order, limit, await self._db.fetchall(sql, params))
+
+    async def _search_sql(
+        self, query: EventQuery, limit: int, page_id: str | None, order: SortOrder
+    ) -> tuple[str, Any]:
+        return event_search_sql(
             query,
             dialect=DIALECT,
             columns=_SEARCH_COLUMNS,
@@ -73,7 +79,6 @@ class SQLiteStore(SQLiteConversationStore):
             order=order,
             window=await self._time_window(query),
         )
-        return event_page(query, order, limit, await self._db.fetchall(sql, params))
 
     async def count(self, query: EventQuery) -> int:
         sql, params = await self._count_sql(query)
@@ -112,15 +117,7 @@ class SQLiteStore(SQLiteConversationStore):
         self, query: EventQuery, *, order: SortOrder = "TIMESTAMP", page_id: str | None = None
     ) -> list[str]:
         """Diagnostics: SQLite's query plan for ``search`` (one line per step)."""
-        sql, params = event_search_sql(
-            query,
-            dialect=DIALECT,
-            columns=_SEARCH_COLUMNS,
-            limit=MAX_PAGE,
-            page_id=page_id,
-            order=order,
-            window=await self._time_window(query),
-        )
+        sql, params = await self._search_sql(query, MAX_PAGE, page_id, order)
         return await self._explain(sql, params)
 
     async def explain_count(self, query: EventQuery) -> list[str]:

@@ -20,7 +20,8 @@ from server.events import (
     StreamingDeltaEvent,
     SubagentStartedEvent,
 )
-from server.runtime.forwarding import ephemeral_record, stamp
+from server.runtime.forwarding import stamp
+from server.store.rows import event_record
 from server.store import EventQuery
 from server.stream import EventStream
 
@@ -50,7 +51,7 @@ class TreeLog:
             call, _ = self._spawned[conversation_id]
             stamp(event, call, conversation_id)
         if event.ephemeral:
-            self._publish(ephemeral_record(event, conversation_id, self.root_id), conversation_id)
+            self._publish(event_record(conversation_id, self.root_id, event), conversation_id)
             return self.published[-1]
         self._seq += 1
         event.seq = self._seq
