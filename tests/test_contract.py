@@ -6,6 +6,8 @@ in DESIGN.md first.
 
 from __future__ import annotations
 
+import uuid
+
 from server.events import EVENT_KINDS
 from server.runtime.tools import BUILTIN_TOOLS
 from server.settings import Settings
@@ -57,6 +59,20 @@ def test_wire_form_omits_none_and_uses_utc_z() -> None:
     wire = event.to_json()
     assert '"seq"' not in wire and '"parent_tool_use_id"' not in wire and '"subagent_id"' not in wire
     assert event.model_dump(mode="json")["timestamp"].endswith("Z")
+
+
+def test_event_ids_are_time_ordered_uuid_strings() -> None:
+    # DESIGN.md says uuid4; taskwire deliberately makes them UUIDv7 (server/events/ids.py):
+    # still UUID strings to every client, and appends to the id index instead of writing a
+    # random page of it per event.
+    events = [EVENT_KINDS["MessageEvent"](content=str(n)) for n in range(2000)]
+    ids = [uuid.UUID(event.id) for event in events]
+    assert all(str(u) == event.id for u, event in zip(ids, events))
+    assert {(u.version, u.variant) for u in ids} == {(7, uuid.RFC_4122)}
+    assert len(set(ids)) == len(ids)
+    millis = [u.int >> 80 for u in ids]
+    assert millis == sorted(millis)
+    assert abs(millis[0] / 1000 - events[0].timestamp.timestamp()) < 1
 
 
 def test_tool_names_and_arguments_are_pinned() -> None:

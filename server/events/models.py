@@ -7,11 +7,13 @@ name. Event kinds, their field names and meanings never change once shipped
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime, timezone
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, TypeAdapter
+
+from server.events.ids import new_event_id
+
 
 Source = Literal["agent", "user", "environment"]
 ToolCallStatus = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
@@ -21,7 +23,8 @@ ConversationStatus = Literal["idle", "running", "paused", "finished", "error"]
 
 def _utc_z(value: datetime) -> str:
     # ISO 8601 in UTC with a `Z`, microseconds kept so timestamps sort like `seq`.
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat is twice as fast as strftime; its "+00:00" becomes the "Z".
+    return value.astimezone(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 Timestamp = Annotated[datetime, PlainSerializer(_utc_z, return_type=str)]
@@ -30,11 +33,6 @@ Timestamp = Annotated[datetime, PlainSerializer(_utc_z, return_type=str)]
 def utc_now() -> datetime:
     """The current time, timezone-aware UTC."""
     return datetime.now(timezone.utc)
-
-
-def new_id() -> str:
-    """A fresh uuid4 string."""
-    return str(uuid.uuid4())
 
 
 class Usage(BaseModel):
@@ -68,8 +66,8 @@ class Event(BaseModel):
     ephemeral: ClassVar[bool] = False
     """Ephemeral kinds are published live but never stored and carry no ``seq``."""
 
-    id: str = Field(default_factory=new_id)
-    """A uuid4 string."""
+    id: str = Field(default_factory=new_event_id)
+    """A UUIDv7 string: time-ordered, so the store's index on ids appends (``server.events.ids``)."""
     kind: str = ""
     """The discriminator: the class name, e.g. ``ActionEvent``."""
     timestamp: Timestamp = Field(default_factory=utc_now)

@@ -20,7 +20,7 @@ from server.events import (
     SubagentStartedEvent,
     Usage,
 )
-from server.events.models import new_id
+from server.events.ids import new_id
 from server.runtime.forwarding import RecordSink, TopicPublisher, forwarder, stamp
 from server.settings import Settings
 from server.store import ConversationRecord, Store

@@ -20,7 +20,7 @@ from server.errors import (
     SubagentNotFound,
 )
 from server.events import AgentErrorEvent, Event, MessageEvent
-from server.events.models import new_id
+from server.events.ids import new_id
 from server.runtime.backends import build_backend
 from server.runtime.conversation import ConversationHost
 from server.runtime.forwarding import TopicPublisher

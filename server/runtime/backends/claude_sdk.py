@@ -25,7 +25,7 @@ from server.claude_sdk.replay import ReplaySession
 from server.claude_sdk.session import ClaudeCodeSession, MessageSource, claude_options
 from server.errors import BackendError, ClaudeSDKError
 from server.events import SubagentFinishedEvent, SubagentStartedEvent
-from server.events.models import new_id
+from server.events.ids import new_id
 from server.runtime.backends.base import AgentHost
 from server.runtime.specs import ClaudeSDKAgentSpec
 
