@@ -9,9 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EventRecord:
-    """One serialized event with the metadata needed to route and filter it."""
+    """One serialized event with the metadata needed to route and filter it.
+
+    Not frozen, though nothing changes a record once made but the publisher (``prev_seq``):
+    a frozen dataclass takes five times as long to build, and one is built for every event
+    appended, published or replayed.
+    """
 
     root_id: str
     """The conversation tree (its root conversation's id)."""
@@ -33,3 +38,4 @@ class EventRecord:
     @property
     def is_subagent_event(self) -> bool:
         return self.conversation_id != self.root_id
+

@@ -9,7 +9,6 @@ observation.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable
 
 from server.bus import Bus
@@ -43,7 +42,7 @@ class TopicPublisher:
 
     def publish(self, record: EventRecord) -> None:
         if record.seq is not None:
-            record = dataclasses.replace(record, prev_seq=self._prev_seq)
+            record.prev_seq = self._prev_seq
             self._prev_seq = record.seq
         self._bus.publish(self._root_id, record)
         for sink in self._sinks:
