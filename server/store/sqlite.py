@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from server.events import Event, EventRecord
 from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
 from server.store.filters import SqlDialect, Window, count_sql, counted_sql
-from server.store.group_commit import GroupCommit
+from server.store.group_commit import GroupCommit, OnStored
 from server.store.pagination import event_page, event_search_sql
 from server.store.rows import check_deletable
 from server.store.sqlite_conversations import SQLiteConversationStore
@@ -44,6 +44,7 @@ class SQLiteStore(SQLiteConversationStore):
     async def open(self) -> None:
         """Create the file (and its folder) if needed, migrate, start the writer task."""
         await self._db.open()
+        await self._writer.open()
         self._commit.start()
 
     async def close(self) -> None:
@@ -55,6 +56,14 @@ class SQLiteStore(SQLiteConversationStore):
         """See ``EventStore.append``. Raises ``ValueError`` for an ephemeral event or an
         event id already stored."""
         return await self._commit.append(conversation_id, root_id, event)
+
+    def submit(self, conversation_id: str, root_id: str, event: Event, on_stored: OnStored) -> None:
+        """See ``EventStore.submit``."""
+        self._commit.submit(conversation_id, root_id, event, on_stored)
+
+    async def room(self) -> None:
+        """See ``EventStore.room``."""
+        await self._commit.room()
 
     async def search(
         self,

@@ -1,12 +1,16 @@
 """How the SQLite store writes: batches of events, tree keys, and the summaries of the log.
 
 Everything that writes runs on the writer connection under the database's write lock. A
-tree's key (``trees.id``) and its summary mark are cached only once committed, so a rolled
-back or deleted tree is never written to under a stale key.
+tree's key (``trees.id``) is cached only once committed, so a rolled back or deleted tree is
+never written to under a stale key.
 
-Summaries (``sqlite_schema.py``): once a tree has ``fold_after`` events past its mark
-(``trees.counted_seq``), the write that gets it there also adds them to ``event_counts`` and
-to one new ``time_blocks`` row, and moves the mark to the end.
+Summaries (``sqlite_schema.py``) are kept by two triggers that the writer connection creates
+for itself (``TEMP``: they carry this store's ``fold_after`` and live as long as the
+connection, so no migration holds them): when an insert brings a tree ``fold_after`` events
+past its mark (``trees.counted_seq``), the mark moves to that event, and moving it adds the
+events it passed to ``event_counts`` and to one new ``time_blocks`` row. So a write is one
+statement whether or not it folds: one trip to the database's thread, all in SQLite's own
+code, while the event loop goes on.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import aiosqlite
@@ -31,76 +34,84 @@ COLUMNS = ("conversation_id", "seq", "id", "kind", "source", "timestamp", "subag
 FOLD_AFTER = 1_000
 """Events past a tree's mark before they are folded into its summaries."""
 
-_INSERT = f"INSERT INTO events (tree, {', '.join(COLUMNS)}) VALUES ({', '.join('?' * (len(COLUMNS) + 1))})"
-_PAST_MARK = "tree = ?1 AND seq > (SELECT counted_seq FROM trees WHERE id = ?1)"
+# The events a fold passes: tree NEW.id, from OLD.counted_seq (exclusive) to NEW.counted_seq.
 # INDEXED BY: grouping by stream and kind, SQLite would rather read the whole tree in the
-# (tree, stream, kind) index than the few rows past the mark.
+# (tree, stream, kind) index than the few rows in the range.
+_FOLDED = "FROM events INDEXED BY events_by_seq WHERE tree = {tree} AND seq > {after} AND seq <= {until}"
 FOLD = (
     "INSERT INTO event_counts (tree, conversation_id, kind, n) "
-    f"SELECT tree, conversation_id, kind, count(*) FROM events INDEXED BY events_by_seq WHERE {_PAST_MARK} "
-    "GROUP BY conversation_id, kind "
+    "SELECT tree, conversation_id, kind, count(*) " + _FOLDED + " GROUP BY conversation_id, kind "
     "ON CONFLICT (tree, conversation_id, kind) DO UPDATE SET n = n + excluded.n",
     "INSERT INTO time_blocks (tree, first_seq, last_seq, min_ts, max_ts) "
-    f"SELECT tree, min(seq), max(seq), min(timestamp), max(timestamp) FROM events INDEXED BY events_by_seq "
-    f"WHERE {_PAST_MARK} "
-    "GROUP BY tree",
+    "SELECT tree, min(seq), max(seq), min(timestamp), max(timestamp) " + _FOLDED + " GROUP BY tree",
 )
-"""Adds the events past a tree's mark (parameter 1: the tree key) to its summaries."""
-_MARK = "UPDATE trees SET counted_seq = (SELECT max(seq) FROM events WHERE tree = ?1) WHERE id = ?1 RETURNING counted_seq"
+"""What a fold adds to the summaries; ``{tree}``, ``{after}``, ``{until}`` name the range."""
 
 
-@dataclass(slots=True)
-class _Tree:
-    key: int
-    counted_seq: int
+def fold_triggers(fold_after: int) -> str:
+    """The writer connection's fold triggers (see the module docstring), as one script."""
+    body = ";\n    ".join(sql.format(tree="NEW.id", after="OLD.counted_seq", until="NEW.counted_seq") for sql in FOLD)
+    return f"""
+DROP TRIGGER IF EXISTS temp.fold_when_due;
+DROP TRIGGER IF EXISTS temp.fold_passed_events;
+CREATE TEMP TRIGGER fold_when_due AFTER INSERT ON main.events
+WHEN NEW.seq >= (SELECT counted_seq FROM trees WHERE id = NEW.tree) + {int(fold_after)}
+BEGIN
+    UPDATE trees SET counted_seq = NEW.seq WHERE id = NEW.tree;
+END;
+CREATE TEMP TRIGGER fold_passed_events AFTER UPDATE OF counted_seq ON main.trees
+WHEN NEW.counted_seq > OLD.counted_seq
+BEGIN
+    {body};
+END;
+"""
 
 
 class SQLiteEventWriter:
     """The ``BatchWriter`` ``GroupCommit`` writes through, and the reads of the summaries."""
 
     def __init__(self, db: SQLiteDatabase, *, fold_after: int = FOLD_AFTER, max_trees: int = 10_000) -> None:
+        if fold_after < 1:
+            raise ValueError("fold_after must be at least 1")
         self._db = db
         self._fold_after = fold_after
         self._max_trees = max_trees
-        self._trees: OrderedDict[str, _Tree] = OrderedDict()
+        self._keys: OrderedDict[str, int] = OrderedDict()
+
+    async def open(self) -> None:
+        """Give the writer connection its fold triggers; call once the database is open."""
+        async with self._db.locked() as conn:
+            await conn.executescript(fold_triggers(self._fold_after))
 
     async def last_seq(self, root_id: str) -> int:
         row = await self._db.fetchone("SELECT max(seq) FROM events WHERE tree = " + TREE.format("?"), (root_id,))
         return (row[0] if row else None) or 0
 
     async def write(self, records: Sequence[EventRecord]) -> None:
-        """Store ``records`` in one transaction. When every tree is known and none reaches its
-        fold, that is one multi-row ``INSERT`` in autocommit: atomic, and one trip to the
-        database's thread instead of three (``BEGIN``, the rows, ``COMMIT``)."""
+        """Store ``records`` in one transaction: one multi-row ``INSERT`` in autocommit (atomic,
+        folds included). A tree written for the first time gets its key first, in the same
+        transaction."""
         async with self._db.locked() as conn:
             # Read under the lock: a tree deleted meanwhile is no longer cached.
-            trees = {record.root_id: self._trees.get(record.root_id) for record in records}
-            last = {record.root_id: record.seq or 0 for record in records}
+            keys = {record.root_id: self._keys.get(record.root_id) for record in records}
             try:
-                known = [tree for tree in trees.values() if tree is not None]
-                if len(known) == len(trees) and not any(self._folds(t, last[r]) for r, t in trees.items() if t):
-                    values = [v for r in records for v in _row(trees[r.root_id].key, r)]  # type: ignore[union-attr]
-                    await conn.execute(_insert_rows(len(records)), values)
+                if None not in keys.values():
+                    await conn.execute(_insert_rows(len(records)), _values(keys, records))  # type: ignore[arg-type]
                     return
                 async with transaction(conn):
-                    found = {root_id: tree or await _tree(conn, root_id) for root_id, tree in trees.items()}
-                    await conn.executemany(_INSERT, [_row(found[r.root_id].key, r) for r in records])
-                    for root_id, tree in found.items():
-                        if self._folds(tree, last[root_id]):
-                            found[root_id] = _Tree(tree.key, await _fold(conn, tree.key))
+                    for root_id, key in keys.items():
+                        keys[root_id] = key or await _tree_key(conn, root_id)
+                    await conn.execute(_insert_rows(len(records)), _values(keys, records))  # type: ignore[arg-type]
             except sqlite3.IntegrityError as exc:
                 if "events.id" in str(exc):
                     ids = ", ".join(repr(r.id) for r in records[:3])
                     raise ValueError(f"an event with id {ids} is already stored") from exc
                 raise
-            for root_id, tree in found.items():  # committed: now they may be cached
-                self._trees[root_id] = tree
-                self._trees.move_to_end(root_id)
-            while len(self._trees) > self._max_trees:
-                self._trees.popitem(last=False)
-
-    def _folds(self, tree: _Tree, last_seq: int) -> bool:
-        return last_seq - tree.counted_seq >= self._fold_after
+            for root_id, key in keys.items():  # committed: now they may be cached
+                self._keys[root_id] = key  # type: ignore[assignment]
+                self._keys.move_to_end(root_id)
+            while len(self._keys) > self._max_trees:
+                self._keys.popitem(last=False)
 
     async def delete_tree(self, conn: aiosqlite.Connection, root_id: str) -> None:
         """Delete a tree's events, summaries and key, inside the caller's write transaction."""
@@ -111,7 +122,7 @@ class SQLiteEventWriter:
             "DELETE FROM trees WHERE root_id = {}",
         ):
             await conn.execute(sql.format("?"), (root_id,))
-        self._trees.pop(root_id, None)
+        self._keys.pop(root_id, None)
 
     async def time_window(self, query: EventQuery) -> tuple[int, int]:
         """The ``seq`` range, as (exclusive lower, inclusive upper), that holds every event of
@@ -153,18 +164,16 @@ def _insert_rows(count: int) -> str:
     return f"INSERT INTO events (tree, {', '.join(COLUMNS)}) VALUES " + ", ".join([row] * count)
 
 
-def _row(key: int, r: EventRecord) -> tuple[Any, ...]:
-    return (key, r.conversation_id, r.seq, r.id, r.kind, r.source, r.timestamp, r.subagent_id, r.parent_tool_use_id, r.json)
+def _values(keys: dict[str, int], records: Sequence[EventRecord]) -> list[Any]:
+    return [
+        value
+        for r in records
+        for value in (keys[r.root_id], r.conversation_id, r.seq, r.id, r.kind, r.source, r.timestamp,
+                      r.subagent_id, r.parent_tool_use_id, r.json)
+    ]  # fmt: skip
 
 
-async def _tree(conn: aiosqlite.Connection, root_id: str) -> _Tree:
+async def _tree_key(conn: aiosqlite.Connection, root_id: str) -> int:
     await conn.execute("INSERT INTO trees (root_id) VALUES (?) ON CONFLICT (root_id) DO NOTHING", (root_id,))
-    rows = list(await conn.execute_fetchall("SELECT id, counted_seq FROM trees WHERE root_id = ?", (root_id,)))
-    return _Tree(key=rows[0][0], counted_seq=rows[0][1])
-
-
-async def _fold(conn: aiosqlite.Connection, key: int) -> int:
-    for sql in FOLD:
-        await conn.execute(sql, (key,))
-    rows = list(await conn.execute_fetchall(_MARK, (key,)))
-    return rows[0][0] or 0
+    rows = list(await conn.execute_fetchall("SELECT id FROM trees WHERE root_id = ?", (root_id,)))
+    return int(rows[0][0])

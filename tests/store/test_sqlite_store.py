@@ -213,5 +213,6 @@ def _z(value: datetime) -> str:
 async def test_folding_reads_only_the_events_past_the_mark(tmp_path: Path, sqlite_store: SQLiteStore) -> None:
     async with aiosqlite.connect(tmp_path / "db" / "taskwire.db") as conn:
         for statement in FOLD:
-            plan = [row[3] for row in await conn.execute_fetchall("EXPLAIN QUERY PLAN " + statement, (1,))]
-            assert any("events_by_seq (tree=? AND seq>?)" in line for line in plan), plan
+            statement = statement.format(tree="?1", after="?2", until="?3")
+            plan = [row[3] for row in await conn.execute_fetchall("EXPLAIN QUERY PLAN " + statement, (1, 0, 10))]
+            assert any("events_by_seq (tree=? AND seq>? AND seq<?)" in line for line in plan), plan
