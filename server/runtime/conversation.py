@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from server.events import (
     ConversationStateUpdateEvent,
     Event,
+    EventRecord,
     SubagentFinishedEvent,
     SubagentStartedEvent,
     Usage,
@@ -84,12 +85,26 @@ class ConversationHost:
 
     # -- events ---------------------------------------------------------------------------
 
-    async def emit(self, event: Event) -> None:
+    async def emit(self, event: Event, *, wait: bool = True) -> None:
+        """Record ``event`` in this conversation's stream and publish it once it is durable.
+
+        ``wait=True`` returns once it is durable: use it before anything that cannot be taken
+        back (a tool runs, the status changes), so the log says what is about to happen.
+        ``wait=False`` returns once it is queued (or, when the store is a full batch behind,
+        once there is room): for a producer that only reports, such as a peer agent's stream
+        of updates, so it is not held to one commit per event. Either way it is published in
+        ``seq`` order, and only once stored; and a waited emit returns after every emit
+        queued before it is durable too.
+        """
         if self.is_subagent:
             stamp(event, self.record.parent_tool_use_id or "", self.conversation_id)
         if event.ephemeral:
             if self._sink is not None:
                 self._sink(event_record(self.conversation_id, self.root_id, event))  # seq stays None
+            return
+        if not wait:
+            self._store.submit(self.conversation_id, self.root_id, event, self._sink or _ignore)
+            await self._store.room()
             return
         record = await self._store.append(self.conversation_id, self.root_id, event)
         # No await between append and publish: appends resume in seq order, so records are
@@ -237,3 +252,7 @@ class ConversationHost:
             if found is not None:
                 return found
         return None
+
+
+def _ignore(record: EventRecord) -> None:
+    """The sink of a sub-agent whose events are not forwarded: stored, not published."""

@@ -232,14 +232,15 @@ class Runtime:
             await asyncio.wait_for(asyncio.shield(host.task), timeout)
         return host.record
 
-    async def emit(self, conversation_id: str, event: Event) -> None:
-        """Record and publish ``event`` in a conversation's stream, as a backend would."""
+    async def emit(self, conversation_id: str, event: Event, *, wait: bool = True) -> None:
+        """Record and publish ``event`` in a conversation's stream, as a backend would
+        (``wait``: see ``ConversationHost.emit``)."""
         root = await self.get(conversation_id)
         host = await self.host(root.root_id)
         target = host.find(conversation_id)
         if target is None:
             raise SubagentNotFound(conversation_id)
-        await target.emit(event)
+        await target.emit(event, wait=wait)
 
     # -- sub-agents -----------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Callable, Literal, Protocol, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -100,6 +100,19 @@ class EventStore(Protocol):
         awaits resume in ``seq`` order, so a caller that publishes right after the await (with
         no other await in between) publishes in ``seq`` order.
         """
+        ...
+
+    def submit(
+        self, conversation_id: str, root_id: str, event: Event, on_stored: Callable[[EventRecord], None]
+    ) -> None:
+        """``append`` without waiting: ``on_stored`` is called with the record once it is
+        durable, in ``seq`` order with the other appends' resumed callers. A failure is
+        logged (nobody waits for it). Await ``room`` before submitting more: it is how a
+        producer that does not wait is slowed to the store's pace."""
+        ...
+
+    async def room(self) -> None:
+        """Return once the store's queue of appends has room (at once, normally)."""
         ...
 
     async def search(

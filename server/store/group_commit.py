@@ -5,7 +5,8 @@ takes everything queued (up to ``max_batch``), gives each event the next ``seq``
 serializes it once, hands the batch to the backend's ``write`` (one transaction, durable on
 return), then resolves the waiting appends in ``seq`` order. Futures resolved in that order
 wake their tasks in that order, so a caller that publishes right after its await publishes
-in ``seq`` order. While one batch is being written (the database works in its own thread),
+in ``seq`` order. ``submit`` is the same without the wait: its callback is scheduled on the
+loop at the same point, so callbacks and woken callers run in one ``seq`` order. While one batch is being written (the database works in its own thread),
 the next is numbered and serialized, and written as soon as the first commit is in.
 
 ``seq`` is numbered in this process, from a per-tree count read from the database once. A
@@ -20,15 +21,21 @@ database, so only the faulty event's append fails.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from server.events import Event, EventRecord
 from server.store.rows import event_record
 
 
 _YIELD_EVERY = 250
+
+log = logging.getLogger(__name__)
+
+OnStored = Callable[[EventRecord], None]
+"""Called with the stored record of a ``submit``-ted event, in ``seq`` order."""
 
 
 class BatchWriter(Protocol):
@@ -48,8 +55,10 @@ class _Append:
     conversation_id: str
     root_id: str
     event: Event
-    future: asyncio.Future[EventRecord]
+    future: asyncio.Future[EventRecord] | None
+    """An ``append`` waits on it; a ``submit`` has ``on_stored`` instead."""
     seq_before: int | None
+    on_stored: OnStored | None = None
 
 
 @dataclass(slots=True)
@@ -71,6 +80,11 @@ class GroupCommit:
     def __init__(self, writer: BatchWriter, *, max_batch: int = 1000, max_trees: int = 10_000) -> None:
         self._writer = writer
         self._max_batch = max_batch
+        self._room = asyncio.Event()  # set while fewer than max_batch appends are queued
+        self._room.set()
+        self._max_queued = max_batch
+        self._room = asyncio.Event()
+        self._room.set()
         # In-flight and prepared trees must stay cached (their seqs are not committed yet).
         self._max_trees = max(max_trees, 4 * max_batch)
         # The last seq given per tree, for the trees written lately (bounded: memory stays
@@ -99,14 +113,27 @@ class GroupCommit:
 
         Once queued, the event is written even if the caller stops waiting.
         """
-        if event.ephemeral:
-            raise ValueError(f"{event.kind} is ephemeral: it is published, never stored")
+        future: asyncio.Future[EventRecord] = asyncio.get_running_loop().create_future()
+        self._enqueue(_Append(conversation_id, root_id, event, future, event.seq))
+        return await future
+
+    def submit(self, conversation_id: str, root_id: str, event: Event, on_stored: OnStored) -> None:
+        """Queue ``event`` without waiting; see ``EventStore.submit``."""
+        self._enqueue(_Append(conversation_id, root_id, event, None, event.seq, on_stored))
+
+    async def room(self) -> None:
+        """Return once fewer than ``max_batch`` appends wait to be written."""
+        await self._room.wait()
+
+    def _enqueue(self, item: _Append) -> None:
+        if item.event.ephemeral:
+            raise ValueError(f"{item.event.kind} is ephemeral: it is published, never stored")
         if self._closing or self._task is None or self._task.done():
             raise RuntimeError("the event store is not open")
-        future: asyncio.Future[EventRecord] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Append(conversation_id, root_id, event, future, event.seq))
+        self._queue.append(item)
         self._wakeup.set()
-        return await future
+        if len(self._queue) >= self._max_batch:
+            self._room.clear()
 
     def forget(self, root_id: str) -> None:
         """Drop the cached ``seq`` of a tree whose events were deleted."""
@@ -124,6 +151,10 @@ class GroupCommit:
                     continue
                 count = min(len(self._queue), self._max_batch)
                 self._taken = [self._queue.popleft() for _ in range(count)]
+                if len(self._queue) < self._max_batch:
+                    self._room.set()
+                if len(self._queue) < self._max_queued:
+                    self._room.set()
                 await self._commit(self._taken)
                 self._taken = []
         finally:
@@ -131,8 +162,9 @@ class GroupCommit:
             stopped = RuntimeError("the event writer stopped")
             inflight = self._inflight.batch if self._inflight else []
             for item in [*inflight, *self._taken, *self._queue]:
-                _fail(item, stopped)
+                fail(item, stopped)
             self._queue.clear()
+            self._room.set()
 
     async def _commit(self, batch: list[_Append]) -> None:
         """Store ``batch`` and resolve its appends, in ``seq`` order after earlier batches.
@@ -168,8 +200,7 @@ class GroupCommit:
         finally:
             self._inflight = None
         for item, record in zip(written.batch, written.records):
-            if not item.future.done():  # the caller may have stopped waiting
-                item.future.set_result(record)
+            resolve(item, record)
         return True
 
     async def _prepare(self, batch: list[_Append]) -> list[EventRecord] | None:
@@ -203,11 +234,10 @@ class GroupCommit:
                 await self._writer.write([record])
             except Exception as exc:
                 item.event.seq = item.seq_before
-                _fail(item, exc)
+                fail(item, exc)
             else:
                 self._remember(item.root_id, item.event.seq)
-                if not item.future.done():
-                    item.future.set_result(record)
+                resolve(item, record)
 
     def _remember(self, root_id: str, seq: int) -> None:
         self._last_seqs[root_id] = seq
@@ -216,6 +246,19 @@ class GroupCommit:
             self._last_seqs.popitem(last=False)
 
 
-def _fail(item: _Append, exc: BaseException) -> None:
-    if not item.future.done():
+def resolve(item: _Append, record: EventRecord) -> None:
+    """Hand ``record`` to whoever queued ``item``: its waiting caller, or its callback
+    (scheduled, not called, so that both run in the order they were resolved)."""
+    if item.future is None:
+        asyncio.get_running_loop().call_soon(item.on_stored, record)  # type: ignore[arg-type]
+    elif not item.future.done():  # the caller may have stopped waiting
+        item.future.set_result(record)
+
+
+def fail(item: _Append, exc: BaseException) -> None:
+    """Tell whoever queued ``item`` that it was not stored; nobody waits on a submitted
+    event, so that failure is logged."""
+    if item.future is None:
+        log.error("a %s of conversation %s was not stored", item.event.kind, item.conversation_id, exc_info=exc)
+    elif not item.future.done():
         item.future.set_exception(exc)

@@ -24,7 +24,7 @@ import asyncpg
 from server.events import Event, EventRecord
 from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
 from server.store.filters import SqlDialect, count_sql, counted_sql, search_sql
-from server.store.group_commit import GroupCommit
+from server.store.group_commit import GroupCommit, OnStored, fail, resolve
 from server.store.pagination import check_page_request, decode_event_page_id, encode_event_page_id
 from server.store.postgres_conversations import PostgresConversationStore
 from server.store.postgres_schema import create_pool, describe, migrate
@@ -122,16 +122,14 @@ class _CounterCommit(GroupCommit):
             try:
                 records = await self._events.write_appends([item])
             except Exception as exc:
-                if not item.future.done():
-                    item.future.set_exception(exc)
+                fail(item, exc)
             else:
                 _resolve([item], records)
 
 
 def _resolve(batch: Sequence[Any], records: Sequence[EventRecord]) -> None:
     for item, record in zip(batch, records):
-        if not item.future.done():  # the caller may have stopped waiting
-            item.future.set_result(record)
+        resolve(item, record)
 
 
 class PostgresStore(PostgresConversationStore):
@@ -183,6 +181,17 @@ class PostgresStore(PostgresConversationStore):
         if self._commit is None:
             raise RuntimeError("the event store is not open")
         return await self._commit.append(conversation_id, root_id, event)
+
+    def submit(self, conversation_id: str, root_id: str, event: Event, on_stored: OnStored) -> None:
+        """See ``EventStore.submit``."""
+        if self._commit is None:
+            raise RuntimeError("the event store is not open")
+        self._commit.submit(conversation_id, root_id, event, on_stored)
+
+    async def room(self) -> None:
+        """See ``EventStore.room``."""
+        if self._commit is not None:
+            await self._commit.room()
 
     async def search(
         self,

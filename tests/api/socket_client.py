@@ -82,16 +82,17 @@ async def read_until_closed(ws: ClientConnection) -> Closed:
 
 
 async def produce(
-    server: RunningServer, conversation_id: str, count: int, *, noise: int = 0, writers: int = 4
+    server: RunningServer, conversation_id: str, count: int, *, noise: int = 0, writers: int = 4, wait: bool = True
 ) -> None:
     """Emit ``count`` messages into a conversation's stream, from ``writers`` concurrent tasks
     (so appends commit in groups, as under a busy agent). ``noise``: bytes of random text per
-    message, which no compression shrinks."""
+    message, which no compression shrinks. ``wait=False``: every other message is emitted
+    without waiting for it to be stored (as a peer agent's updates are)."""
 
     async def writer(index: int) -> None:
         for n in range(index, count, writers):
             text = f"message {n}" + (" " + base64.b64encode(os.urandom(noise * 3 // 4)).decode() if noise else "")
-            await server.runtime.emit(conversation_id, MessageEvent(content=text))
+            await server.runtime.emit(conversation_id, MessageEvent(content=text), wait=wait or n % 2 == 0)
 
     await asyncio.gather(*(writer(i) for i in range(writers)))
 

@@ -159,6 +159,19 @@ async def test_replay_and_live_are_gapless_while_events_pour_in(server: RunningS
         assert_gapless(frames, seqs)
 
 
+async def test_events_emitted_without_waiting_arrive_in_order_and_stored(server: RunningServer) -> None:
+    conversation = await new_conversation(server)
+    async with open_socket(server, conversation, resend_mode="since") as ws:
+        state = await next_frame(ws)
+        await produce(server, conversation, 3000, writers=3, wait=False)
+        await server.runtime.emit(conversation, MessageEvent(content="the end"))  # waits: all before are stored
+        seqs = await stored_seqs(server, conversation)
+        frames = await read_until_seq(ws, seqs[-1])
+    assert len(seqs) == state["value"]["last_seq"] + 3001
+    assert_gapless(frames, seqs[seqs.index(state["value"]["last_seq"]) + 1 :])
+    assert sorted(frame["content"] for frame in frames[:-1]) == sorted(f"message {n}" for n in range(3000))
+
+
 async def test_reconnect_with_after_seq_sees_every_seq_exactly_once(server: RunningServer) -> None:
     conversation = await new_conversation(server)
     producing = asyncio.create_task(produce(server, conversation, 1500))

@@ -116,3 +116,62 @@ async def test_append_after_close_is_refused(store: Store) -> None:
     await store.close()
     with pytest.raises(RuntimeError):
         await store.append("r", "r", MessageEvent(content="late"))
+
+
+async def test_submitted_events_are_stored_and_handed_back_in_seq_order(store: Store, reopen) -> None:
+    handed: list[int] = []
+    events = [MessageEvent(content=str(n)) for n in range(2500)]  # more than one batch
+    for event in events:
+        store.submit("r", "r", event, lambda record: handed.append(record.seq))
+        await store.room()
+    while len(handed) < len(events):
+        await asyncio.sleep(0.01)
+    assert handed == list(range(1, 2501))
+    assert [e.seq for e in events] == handed
+    other = await reopen()  # handed back only once durable
+    assert await other.last_seq("r") == 2500
+
+
+async def test_submits_and_appends_resume_in_one_seq_order(store: Store) -> None:
+    # A publisher fed by both must see one increasing sequence.
+    published: list[int] = []
+
+    async def append_then_publish(n: int) -> None:
+        record = await store.append("r", "r", MessageEvent(content=str(n)))
+        published.append(record.seq)
+
+    tasks = []
+    for n in range(400):
+        if n % 3:
+            store.submit("r", "r", MessageEvent(content=str(n)), lambda record: published.append(record.seq))
+        else:
+            tasks.append(asyncio.create_task(append_then_publish(n)))
+        if n % 50 == 0:
+            await asyncio.sleep(0)
+    await asyncio.gather(*tasks)
+    while len(published) < 400:
+        await asyncio.sleep(0.01)
+    assert published == list(range(1, 401))
+
+
+async def test_a_submitted_event_that_cannot_be_stored_is_logged_and_the_rest_are_stored(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = await store.append("r", "r", MessageEvent(content="once"))
+    handed: list[str] = []
+    events = [MessageEvent(content="a"), MessageEvent(id=first.id, content="twice"), MessageEvent(content="b")]
+    for event in events:
+        store.submit("r", "r", event, lambda record: handed.append(record.json))
+    await store.append("r", "r", MessageEvent(content="after"))  # resumes after the submits settled
+    await asyncio.sleep(0)
+    assert [parse_event(j).content for j in handed] == ["a", "b"]
+    assert "MessageEvent of conversation r was not stored" in caplog.text
+    assert (await store.get(first.id)).json == first.json
+
+
+async def test_submit_refuses_what_append_refuses(store: Store) -> None:
+    with pytest.raises(ValueError, match="ephemeral"):
+        store.submit("r", "r", StreamingDeltaEvent(content="tok"), lambda record: None)
+    await store.close()
+    with pytest.raises(RuntimeError):
+        store.submit("r", "r", MessageEvent(content="late"), lambda record: None)

@@ -216,7 +216,9 @@ class ACPBackend:
             event.parent_tool_use_id = None  # no sub-agent to carry it: it stays where it landed
         else:
             event.subagent_id = child.conversation_id
-        await child.emit(event)
+        # The peer reports what it did: no reason to hold its stream to our commits. The
+        # turn's end (a status change) waits, and with it everything emitted before.
+        await child.emit(event, wait=False)
 
     def lane_host(self, host: AgentHost, lane: str | None) -> AgentHost:
         """The host a lane's events go to. A lane whose sub-agent never started (a start cut

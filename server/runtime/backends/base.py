@@ -26,9 +26,10 @@ class AgentHost(Protocol):
     @property
     def is_subagent(self) -> bool: ...
 
-    async def emit(self, event: Event) -> None:
+    async def emit(self, event: Event, *, wait: bool = True) -> None:
         """Record ``event`` in this conversation's stream (stamped when this is a sub-agent) and
-        publish it where it belongs. Ephemeral events are only published."""
+        publish it where it belongs, once stored. Ephemeral events are only published.
+        ``wait=False`` returns once it is queued (see ``ConversationHost.emit``)."""
         ...
 
     def take_user_messages(self) -> list[str]:

@@ -183,7 +183,7 @@ class ClaudeSDKBackend:
             if host is None:
                 log.warning("claude_sdk: dropped %s for lane %s that never started", event.kind, lane)
                 return
-            await host.emit(event)
+            await host.emit(event, wait=False)  # a report of what Claude Code did (see ACPBackend.emit)
 
     def _subagent_agent(self) -> dict[str, Any]:
         # What a Claude Code sub-agent's record says it is; never the parent's env (secrets).
