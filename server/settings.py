@@ -77,6 +77,10 @@ class Settings(BaseSettings):
     """How deep sub-agents may nest."""
     max_body_bytes: int = 1_048_576
     """Largest accepted request body or inbound WebSocket frame."""
+    idle_unload_seconds: float = Field(600.0, ge=0)
+    """A root conversation neither running nor used this long is unloaded from memory (its
+    backend closed: a peer agent's process ends); it loads again from the store when next
+    used. 0 keeps every conversation loaded."""
     replica_id: str | None = None
     """This replica's name in ownership leases; default host name and pid."""
     lease_seconds: float = 15.0

@@ -38,6 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runtime = Runtime(settings, store, bus, app.state.hooks)
         app.state.store, app.state.bus, app.state.runtime = store, bus, runtime
         await runtime.recover()
+        runtime.start()
         extensions = await _start_extensions(app)
         # What is alive now (imported code, the app) lives as long as the process: keep the
         # cyclic collector from walking it again on every full collection. Those walks cost

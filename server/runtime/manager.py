@@ -1,13 +1,16 @@
 """Runtime: creates, runs, steers and reports conversations.
 
 It holds the live ``ConversationHost`` of each root that may run, and one ``TopicPublisher``
-per tree. The API layer talks to this class only; backends talk to their host only.
+per tree. The API layer talks to this class only; backends talk to their host only. A root
+neither running nor used for ``OH_IDLE_UNLOAD_SECONDS`` is unloaded (its backend closed: a peer
+agent's process ends, a native agent's history is dropped) and loads again from the store.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +50,9 @@ class Runtime:
         self.hooks = hooks
         self.tasks = TaskManager(settings, hooks, self.drive)
         self._roots: dict[str, ConversationHost] = {}
+        self._last_used: dict[str, float] = {}
         self._lock = asyncio.Lock()
+        self._sweeper: asyncio.Task[None] | None = None
         self.ownership = Ownership(self)
         """Which replica runs each conversation (``@owned`` commands go there)."""
 
@@ -73,11 +78,39 @@ class Runtime:
             log.warning("recovered %d conversation(s) interrupted by a previous stop", len(recovered))
         return len(recovered)
 
+    def start(self) -> None:
+        """Start unloading idle conversations (after ``recover``)."""
+        if self.settings.idle_unload_seconds > 0:
+            self._sweeper = asyncio.create_task(self._unload_idle(), name="unload idle conversations")
+
+    async def _unload_idle(self) -> None:
+        limit = self.settings.idle_unload_seconds
+        while True:
+            await asyncio.sleep(min(max(limit / 4, 0.05), 60))
+            if self.ownership.shared:
+                continue  # with leases, a conversation is given up as soon as it stops
+            now = time.monotonic()
+            for root_id, host in list(self._roots.items()):
+                if not host.running and now - self._last_used.get(root_id, now) >= limit:
+                    try:
+                        await self.unload(root_id)
+                    except Exception:  # a backend that fails to close must not stop the sweep
+                        log.exception("could not unload idle conversation %s", root_id)
+
+    @property
+    def loaded_count(self) -> int:
+        """Root conversations held in memory."""
+        return len(self._roots)
+
     async def close(self) -> None:
         """Stop every run (their status becomes ``paused``) and release backends."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
         for host in list(self._roots.values()):
             await host.close()
         self._roots.clear()
+        self._last_used.clear()
         await self.ownership.close()
 
     # -- conversations --------------------------------------------------------------------
@@ -111,6 +144,7 @@ class Runtime:
         """The live host of a root conversation, loading it (and recovering an interrupted run)."""
         host = self._roots.get(conversation_id)
         if host is not None:
+            self._last_used[conversation_id] = time.monotonic()
             return host
         async with self._lock:
             host = self._roots.get(conversation_id)
@@ -132,6 +166,7 @@ class Runtime:
                 backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks),
             )
             self._roots[conversation_id] = host
+            self._last_used[conversation_id] = time.monotonic()
         if record.status == "running":
             # The process that ran it is gone: close its open calls honestly, then it is paused.
             await close_interrupted_calls(self.store, host)
@@ -145,6 +180,7 @@ class Runtime:
     async def unload(self, conversation_id: str) -> None:
         """Stop and forget a root's host; the next command loads it again from the store."""
         host = self._roots.pop(conversation_id, None)
+        self._last_used.pop(conversation_id, None)
         if host is not None:
             await host.close()
 
@@ -154,6 +190,7 @@ class Runtime:
         if not record.is_root:
             raise BadRequest("delete the root conversation; sub-agents go with it", code="subagent_conversation")
         host = self._roots.pop(conversation_id, None)
+        self._last_used.pop(conversation_id, None)
         if host is not None:
             await host.close()
         await self.store.delete_conversation(conversation_id)

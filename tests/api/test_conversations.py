@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 
 from server.llm.mock_server import create_mock_app
 from tests.api.helpers import all_events, create, scripted_agent
-from tests.servers import RunningServer, serve_app, wait_for_status
+from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server, wait_for_status
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO = str(REPO / "config/demo/hello.yaml")
@@ -216,3 +217,63 @@ async def test_health_routes(server: RunningServer) -> None:
     info = (await server.client.get("/server_info")).json()
     assert info["forward_subagent_events"] is False and info["name"] == "taskwire"
     assert (await server.client.get("/openapi.json")).status_code == 200
+
+
+TWO_RUNS = """
+lanes:
+  - name: main
+    turns:
+      - tool_calls: [{name: terminal, arguments: {command: echo first-run}}]
+      - tool_calls: [{name: finish, arguments: {message: first run done}}]
+      - tool_calls: [{name: finish, arguments: {message: second run saw the first}}]
+"""
+
+
+async def test_an_idle_conversation_leaves_memory_and_resumes_from_the_store(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path, idle_unload_seconds=0.2)) as server:
+        info = await create(server, agent=scripted_agent(TWO_RUNS), initial_message="first")
+        assert (await wait_for_status(server.client, info["id"], {"finished", "error"}))["status"] == "finished"
+
+        async def loaded() -> int:
+            return (await server.client.get("/server_info")).json()["loaded_conversations"]
+
+        for _ in range(100):
+            if await loaded() == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert await loaded() == 0
+
+        response = await server.client.post(f"/api/conversations/{info['id']}/events", json={"role": "user", "content": "second"})
+        assert response.status_code < 300, response.text
+        assert await loaded() == 1
+        done = await wait_for_status(server.client, info["id"], {"finished", "error"})
+        events = await all_events(server, info["id"])
+    assert done["status"] == "finished"
+    # The model's history was rebuilt from the stream: its third turn, not its first again.
+    finishes = [e["arguments"]["message"] for e in events if e["kind"] == "ActionEvent" and e["tool_name"] == "finish"]
+    assert finishes == ["first run done", "second run saw the first"]
+    assert [e["seq"] for e in events] == sorted({e["seq"] for e in events})
+
+
+async def test_idle_unload_seconds_zero_keeps_conversations_loaded(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path, idle_unload_seconds=0)) as server:
+        info = await create(server, agent=scripted_agent(TWO_RUNS), initial_message="first")
+        await wait_for_status(server.client, info["id"], {"finished", "error"})
+        await asyncio.sleep(0.3)
+        assert (await server.client.get("/server_info")).json()["loaded_conversations"] == 1
+
+
+async def test_a_running_conversation_is_never_unloaded(tmp_path: Path) -> None:
+    script = """
+lanes:
+  - name: main
+    turns:
+      - tool_calls: [{name: terminal, arguments: {command: sleep 1}}]
+      - tool_calls: [{name: finish, arguments: {message: slept}}]
+"""
+    async with taskwire_server(isolated_settings(tmp_path, idle_unload_seconds=0.1)) as server:
+        info = await create(server, agent=scripted_agent(script), initial_message="sleep")
+        await asyncio.sleep(0.6)  # several sweeps while the command runs
+        assert (await server.client.get("/server_info")).json()["loaded_conversations"] == 1
+        done = await wait_for_status(server.client, info["id"], {"finished", "error"})
+        assert done["status"] == "finished"

@@ -49,4 +49,5 @@ async def server_info(request: Request) -> dict:
         "llm_api": settings.llm_api,
         "event_schema": 2,
         "webhooks": [w.status() for w in getattr(request.app.state, "webhooks", [])],
+        "loaded_conversations": request.app.state.runtime.loaded_count,
     }
