@@ -8,6 +8,7 @@ slow-client decision are the stream's (``server/stream/event_stream.py``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any, Awaitable, Callable
 
@@ -34,6 +35,9 @@ AUTH_TIMEOUT = 10.0
 """Seconds a client without a header or query key has to send its ``auth`` frame."""
 
 Send = Callable[[list[str]], Awaitable[None]]
+
+POLL_SECONDS = 0.25
+"""How often a stream the bus does not carry (a sub-agent's, forwarding off) reads the store."""
 
 
 @router.websocket("/sockets/events/{conversation_id}")
@@ -87,7 +91,10 @@ async def serve_events(
     settings: Settings = state.settings
     store: Store = state.store
     root_id = conversation.root_id
-    async with state.bus.subscribe(root_id, maxsize=settings.ws_queue_size) as subscription:
+    scope = None if conversation.is_root else conversation.id
+    fed = EventStream.fed_by_bus(forwarding=settings.forward_subagent_events, scope_subagent_id=scope)
+    listening = state.bus.subscribe(root_id, maxsize=settings.ws_queue_size) if fed else contextlib.nullcontext()
+    async with listening as subscription:
         # Subscribed before anything is read: what is published from now on is queued, what
         # came before is in the store, and the stream drops the overlap. The tree is read
         # after the log's end, so it holds every sub-agent started up to that end.
@@ -100,7 +107,7 @@ async def serve_events(
             snapshot_seq=log_end,
             subagents=params.subagents,
             parent_tool_use_id=params.parent_tool_use_id,
-            scope_subagent_id=None if conversation.is_root else conversation.id,
+            scope_subagent_id=scope,
             schema=params.event_schema,  # type: ignore[arg-type]
             forwarding=settings.forward_subagent_events,
             tree=tree,
@@ -130,8 +137,9 @@ async def serve_events(
     return outbound.result() if outbound in done else (1000, "")
 
 
-async def pump(stream: EventStream, subscription: Subscription, store: Store, send: Send) -> tuple[int, str]:
-    """Drive ``stream``: answer its store reads, feed it the bus, send its frames."""
+async def pump(stream: EventStream, subscription: Subscription | None, store: Store, send: Send) -> tuple[int, str]:
+    """Drive ``stream``: answer its store reads, feed it the bus (or, with no subscription,
+    poll the store), send its frames."""
     ahead: tuple[EventQuery, asyncio.Task[EventPage]] | None = None
     try:
         while (code := stream.close_code()) is None:
@@ -146,13 +154,17 @@ async def pump(stream: EventStream, subscription: Subscription, store: Store, se
                 # Read the next page while this one is being sent.
                 following = stream.store_query()
                 ahead = (following, asyncio.ensure_future(read_page(store, following))) if following else None
+            elif subscription is None:
+                await asyncio.sleep(POLL_SECONDS)
+                stream.poll()
+                continue
             else:
                 try:
                     stream.receive_live(await subscription.get())
                 except Overflow:
                     stream.receive_overflow()
             try:  # take what else is queued, so the bus queue only fills while sending stalls
-                while (record := subscription.get_nowait()) is not None:
+                while subscription is not None and (record := subscription.get_nowait()) is not None:
                     stream.receive_live(record)
             except Overflow:
                 stream.receive_overflow()

@@ -136,6 +136,13 @@ class EventStream:
         """Set once the stream must end; ``close_reason`` says why."""
         return self._close
 
+    @staticmethod
+    def fed_by_bus(*, forwarding: bool, scope_subagent_id: str | None) -> bool:
+        """Whether the bus carries the records of such a stream. It does not for a socket on a
+        sub-agent with forwarding off (only forwarded sub-agent events are published): feed
+        that stream with ``poll`` now and then instead of bus records."""
+        return forwarding or scope_subagent_id is None
+
     # -- what the endpoint feeds ---------------------------------------------------------
 
     def receive_stored(self, records: list[EventRecord], *, exhausted: bool) -> None:
@@ -169,6 +176,13 @@ class EventStream:
             return
         self._pending.append(record)
         if not self._reading:
+            self._advance()
+
+    def poll(self) -> None:
+        """Read what the store holds past the cursor (see ``fed_by_bus``): ``store_query()``
+        then asks for it, unless a read is already going on."""
+        if self._close is None and not self._reading:
+            self._reading, self._read_until = True, None
             self._advance()
 
     def receive_overflow(self) -> None:

@@ -308,3 +308,22 @@ async def test_forwarding_off_socket_sees_only_the_root_stream(server: RunningSe
         frames = await read_until_seq(ws, root_seqs[-1])
     assert_gapless(frames, root_seqs)
     assert streams_of(frames) == {None}
+
+
+async def test_forwarding_off_socket_on_a_sub_agent_follows_its_stream_live(server: RunningServer) -> None:
+    # Sub-agent events are not on the bus with forwarding off: this socket reads the store.
+    conversation = await new_conversation(server)
+    host = await server.runtime.host(conversation)
+    child = await host.start_subagent("call-a", subagent_type="general-purpose", description="a")
+    await server.runtime.emit(child.conversation_id, MessageEvent(content="before"))
+    async with open_socket(server, child.conversation_id) as ws:
+        await next_frame(ws)
+        for n in range(150):  # more than a page, interleaved with the root's own events
+            await server.runtime.emit(child.conversation_id, MessageEvent(content=f"live {n}"), wait=n % 2 == 0)
+            await server.runtime.emit(conversation, MessageEvent(content=f"root {n}"))
+        child_seqs = await stored_seqs(server, child.conversation_id)
+        frames = await read_until_seq(ws, child_seqs[-1])
+    assert_gapless(frames, child_seqs)
+    assert streams_of(frames) == {child.conversation_id}
+    assert all(f["parent_tool_use_id"] == "call-a" for f in frames)
+    assert [f.get("content") for f in frames][-1] == "live 149"

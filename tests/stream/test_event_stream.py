@@ -223,6 +223,25 @@ def test_socket_on_a_subagent_sees_only_its_subtree() -> None:
     assert_gapless(own.frames_to_send(), log.seqs({a}))
 
 
+def test_a_subagent_stream_the_bus_does_not_carry_is_fed_by_polling_the_store() -> None:
+    log = TreeLog(forwarding=False)
+    _, sub = log.spawn()
+    log.say("before", sub)
+    assert not EventStream.fed_by_bus(forwarding=False, scope_subagent_id=sub)
+    assert EventStream.fed_by_bus(forwarding=False, scope_subagent_id=None)
+    assert EventStream.fed_by_bus(forwarding=True, scope_subagent_id=sub)
+    stream = EventStream(ROOT, snapshot_seq=log._seq, tree=log.tree(), forwarding=False, scope_subagent_id=sub)
+    read_store(stream, log)
+    for n in range(3):
+        log.say(f"sub {n}", sub)
+        log.say(f"root {n}")
+        stream.poll()
+        stream.poll()  # a poll during a read changes nothing
+        read_store(stream, log, page=2)
+    assert stream.store_query() is None
+    assert_gapless(stream.frames_to_send(), log.seqs({sub}))
+
+
 def test_parent_tool_use_id_with_forwarding_off_sees_nothing() -> None:
     log = TreeLog(forwarding=False)
     call, sub = log.spawn()
