@@ -77,6 +77,11 @@ class ClaudeDispatcher:
     def turn_active(self) -> bool:
         return self._prompt_id is not None
 
+    def task_id(self, lane: Lane) -> str | None:
+        """Claude Code's task id for the sub-agent of ``lane`` (known once ``task_started`` came)."""
+        state = self._lanes.get(lane)
+        return state.task_id if state is not None else None
+
     def parent_lane(self, lane: Lane) -> Lane:
         """The lane whose call spawned ``lane`` (``ROOT`` for a sub-agent of the main agent)."""
         state = self._lanes.get(lane)

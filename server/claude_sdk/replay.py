@@ -17,7 +17,7 @@ from typing import Any, AsyncIterator
 from claude_agent_sdk import ResultMessage
 
 from server.claude_sdk.transcript import load_transcript
-from server.errors import ClaudeSDKError
+from server.errors import BadRequest, ClaudeSDKError
 
 _END = object()
 
@@ -73,6 +73,9 @@ class ReplaySession:
             if message is _END:
                 return
             yield message
+
+    async def stop_task(self, task_id: str) -> None:
+        raise BadRequest("a replayed transcript cannot stop one of its sub-agents", code="subagent_not_cancellable")
 
     async def interrupt(self) -> None:
         # What Claude Code does: drop the rest of the turn, answer with an aborted result.

@@ -40,6 +40,10 @@ class MessageSource(Protocol):
         """Ask Claude Code to stop the turn in progress."""
         ...
 
+    async def stop_task(self, task_id: str) -> None:
+        """Ask Claude Code to stop one of its tasks (a sub-agent); it reports the end itself."""
+        ...
+
     async def close(self) -> None:
         """End the session and its process. Idempotent."""
         ...
@@ -120,6 +124,12 @@ class ClaudeCodeSession:
             await self._client.interrupt()
         except (sdk.ClaudeSDKError, OSError) as exc:
             raise self._failure("cannot interrupt Claude Code", exc) from exc
+
+    async def stop_task(self, task_id: str) -> None:
+        try:
+            await self._client.stop_task(task_id)
+        except (sdk.ClaudeSDKError, OSError) as exc:
+            raise self._failure(f"cannot stop Claude Code task {task_id!r}", exc) from exc
 
     async def close(self) -> None:
         if self._connected:

@@ -66,6 +66,8 @@ class ConversationHost:
         self.task: asyncio.Task[Any] | None = None
         self._label_counter = 0
         self._slots: asyncio.Semaphore | None = None
+        self.stop_hook: Callable[[], Awaitable[None]] | None = None
+        """How to cancel this sub-agent when a peer agent runs it (set by that backend)."""
 
     # -- identity -----------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from server.errors import (
     ConversationNotFound,
     ConversationRunning,
     SubagentNotFound,
+    Unavailable,
 )
 from server.events import AgentErrorEvent, Event, MessageEvent
 from server.events.ids import new_id
@@ -299,12 +300,21 @@ class Runtime:
                 raise SubagentNotFound(subagent_id)
             raise BadRequest(f"sub-agent {subagent_id!r} is not running", code="subagent_not_running")
         if target.task is None:
-            # A peer's own sub-agent (Claude Code's): the peer runs it, and offers no way to stop it alone.
-            raise BadRequest(
-                f"sub-agent {subagent_id!r} is run by an external agent that cannot cancel it alone; "
-                "interrupt the conversation instead",
-                code="subagent_not_cancellable",
-            )
+            # A peer's own sub-agent (Claude Code's): only the peer can stop it, if it offers a way.
+            if target.stop_hook is None:
+                raise BadRequest(
+                    f"sub-agent {subagent_id!r} is run by an external agent that cannot cancel it alone; "
+                    "interrupt the conversation instead",
+                    code="subagent_not_cancellable",
+                )
+            try:
+                await target.stop_hook()
+            except BackendError as exc:
+                raise Unavailable(
+                    f"the agent running sub-agent {subagent_id!r} could not stop it: {exc.detail}",
+                    code="subagent_cancel_failed",
+                ) from exc
+            return
         if not target.task.done():
             target.task.cancel()
 

@@ -167,3 +167,72 @@ async def test_native_agent_delegates_to_claude_code_whose_own_subagent_nests_un
     root = root_frames(frames)
     assert [f["tool_name"] for f in root if f["kind"] == "ActionEvent"] == ["task", "finish"]
     assert not [f for f in root if f["kind"] == "ACPToolCallEvent"]
+
+
+CANCEL_ONE_SCRIPT = """
+description: Claude Code runs two sub-agents in parallel; the one with a long command is cancelled alone.
+presets: [claude_code]
+lanes:
+  - name: slow
+    match: {first_user_ends_with: "Wait a long time with Bash."}
+    turns:
+      - tool_calls:
+          - name: Bash
+            arguments: {command: "python3 -c 'import time; time.sleep(120)'", description: Wait a long time}
+  - name: quick
+    match: {first_user_ends_with: "Run `echo quick` with Bash and report what it printed."}
+    turns:
+      - tool_calls:
+          - name: Bash
+            arguments: {command: echo quick, description: Print quick}
+      - text: "quick printed: quick"
+  - name: main
+    turns:
+      - text: "Two sub-agents."
+        tool_calls:
+          - name: Agent
+            arguments: {description: Wait, prompt: "Wait a long time with Bash.", subagent_type: general-purpose, run_in_background: false}
+          - name: Agent
+            arguments:
+              description: Echo quick
+              prompt: "Run `echo quick` with Bash and report what it printed."
+              subagent_type: general-purpose
+              run_in_background: false
+      - text: "One was stopped; the other printed quick."
+"""
+
+
+async def test_cancelling_one_real_claude_code_subagent_stops_only_it(tmp_path: Path) -> None:
+    need_claude_code()
+    async with mock_llm(CANCEL_ONE_SCRIPT, tmp_path / "requests.jsonl") as mock:
+        async with taskwire_server(isolated_settings(tmp_path, forward_subagent_events=True)) as server:
+            conversation = (await create(server, agent=claude_agent(mock, tmp_path / "home"), run=False))["id"]
+            async with open_socket(server, conversation) as ws:
+                await next_frame(ws)
+                await say(server, conversation, "Run two sub-agents.")
+                before = []
+                while True:  # until the slow sub-agent runs its command
+                    frame = await next_frame(ws)
+                    before.append(frame)
+                    if (
+                        frame.get("parent_tool_use_id") == "toolu_main_0_0"
+                        and frame["kind"] == "ACPToolCallEvent"
+                        and frame["status"] == "in_progress"
+                    ):
+                        break
+                slow = frame["subagent_id"]
+                response = await server.client.post(f"/api/conversations/{conversation}/subagents/{slow}/cancel")
+                assert response.status_code == 202, response.text
+                frames = before + await frames_until_run_ends(ws)
+            subagents = {s["parent_tool_use_id"]: s for s in (await server.client.get(f"/api/conversations/{conversation}/subagents")).json()}
+            again = await server.client.post(f"/api/conversations/{conversation}/subagents/{slow}/cancel")
+        assert claude_children() == []
+
+    assert frames[-1]["value"] == "finished", [f for f in frames if f["kind"] == "AgentErrorEvent"]
+    finished = {f["subagent_id"]: f["status"] for f in frames if f["kind"] == "SubagentFinishedEvent"}
+    assert finished[slow] == "cancelled"
+    assert subagents["toolu_main_0_0"]["status"] == "cancelled"
+    assert subagents["toolu_main_0_1"]["status"] == "completed"
+    assert subagents["toolu_main_0_1"]["result"] == "quick printed: quick"
+    assert assistant_texts(root_frames(frames))[-1] == "One was stopped; the other printed quick."
+    assert again.status_code == 400 and again.json()["code"] == "subagent_not_running"

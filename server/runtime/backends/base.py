@@ -9,7 +9,7 @@ the same for every backend.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from server.events import Event, Usage
 from server.settings import Settings
@@ -25,6 +25,9 @@ class AgentHost(Protocol):
 
     @property
     def is_subagent(self) -> bool: ...
+
+    stop_hook: Callable[[], Awaitable[None]] | None
+    """A sub-agent a peer agent runs: how to ask the peer to stop it (``None``: it cannot)."""
 
     async def emit(self, event: Event, *, wait: bool = True) -> None:
         """Record ``event`` in this conversation's stream (stamped when this is a sub-agent) and

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from typing import Any
 
@@ -23,7 +24,7 @@ from pydantic import ValidationError
 from server.claude_sdk import ROOT, Action, ClaudeDispatcher, CountUsage, Emit, Lane, TurnEnded
 from server.claude_sdk.replay import ReplaySession
 from server.claude_sdk.session import ClaudeCodeSession, MessageSource, claude_options
-from server.errors import BackendError, ClaudeSDKError
+from server.errors import BackendError, BadRequest, ClaudeSDKError
 from server.events import SubagentFinishedEvent, SubagentStartedEvent
 from server.events.ids import new_id
 from server.runtime.backends.base import AgentHost
@@ -169,10 +170,11 @@ class ClaudeSDKBackend:
         event = action.event
         if isinstance(event, SubagentStartedEvent):
             parent = self._hosts.get(self.dispatcher.parent_lane(lane)) or self._hosts[ROOT]
-            self._hosts[lane] = await parent.start_subagent(
+            child = self._hosts[lane] = await parent.start_subagent(
                 str(lane), subagent_type=event.subagent_type, description=event.description,
                 agent=self._subagent_agent(),
             )
+            child.stop_hook = functools.partial(self._stop_subagent, lane)
         elif isinstance(event, SubagentFinishedEvent):
             child = self._hosts.pop(lane, None)
             parent = self._hosts.get(self.dispatcher.parent_lane(lane)) or self._hosts[ROOT]
@@ -184,6 +186,17 @@ class ClaudeSDKBackend:
                 log.warning("claude_sdk: dropped %s for lane %s that never started", event.kind, lane)
                 return
             await host.emit(event, wait=False)  # a report of what Claude Code did (see ACPBackend.emit)
+
+    async def _stop_subagent(self, lane: Lane) -> None:
+        """Ask Claude Code to stop the sub-agent of ``lane``; it reports the end in its stream
+        (the dispatcher finishes the lane ``cancelled``), and the parent goes on."""
+        task_id = self.dispatcher.task_id(lane)
+        if task_id is None:
+            raise BadRequest(
+                "Claude Code has not started this sub-agent's task yet; retry in a moment",
+                code="subagent_not_cancellable",
+            )
+        await self.source.stop_task(task_id)
 
     def _subagent_agent(self) -> dict[str, Any]:
         # What a Claude Code sub-agent's record says it is; never the parent's env (secrets).
