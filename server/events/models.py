@@ -158,7 +158,8 @@ class StreamingDeltaEvent(Event):
 
 
 class ConversationStateUpdateEvent(Event):
-    """A change of conversation state (``key=status``), or the ``full_state`` first frame."""
+    """A change of conversation state (``key=status``; ``key=usage`` with the conversation's
+    usage so far, after each model call), or the ``full_state`` first frame."""
 
     kind: Literal["ConversationStateUpdateEvent"] = "ConversationStateUpdateEvent"
     source: Source = "environment"

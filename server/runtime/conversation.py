@@ -132,9 +132,12 @@ class ConversationHost:
         await self.emit(ConversationStateUpdateEvent(key="status", value=status))
 
     async def add_usage(self, usage: Usage) -> None:
+        """Add one model call's usage to this conversation's, and tell subscribers the total."""
         self.record = await self._store.update_conversation(
             self.conversation_id, usage=self.record.usage + usage
         )
+        total = self.record.usage.model_dump()
+        await self.emit(ConversationStateUpdateEvent(key="usage", value=total), wait=False)
 
     # -- inbox and control ----------------------------------------------------------------
 

@@ -175,10 +175,12 @@ export class ConversationView {
     }
     this.timeline.apply(item);
     if (item.seq != null) this.seqs.push(item.seq);
-    if (item.kind === "ConversationStateUpdateEvent" && item.key === "status" && item.subagent_id == null) {
-      this.setStatus(item.value);
+    if (item.kind === "ConversationStateUpdateEvent") {
+      if (item.key === "status" && item.subagent_id == null) this.setStatus(item.value);
+      if (item.key === "usage") this.applyUsage(item.subagent_id, item.value);
     }
-    if (item.seq != null && this.status === "running") this.refreshSoon();
+    // With forwarding off, sub-agents' events never arrive: ask for their cards now and then.
+    if (!this.options.forwarding && item.seq != null && this.status === "running") this.refreshSoon();
   }
 
   nearBottom() {
@@ -201,8 +203,17 @@ export class ConversationView {
     this.options.onStatus?.(this.id, status);
   }
 
-  /** Usage is stored as the run goes, not sent as events: while the conversation runs, ask for
-   * it (and the sub-agent tree) now and then; once more when the run ends. */
+  /** A `usage` event: the conversation's (no sub-agent id) or one sub-agent's total so far. */
+  applyUsage(subagentId, usage) {
+    if (subagentId == null) {
+      this.usageEl.textContent = usageText(usage);
+      return;
+    }
+    this.timeline.cards.get(subagentId)?.update({ usage });
+  }
+
+  /** Ask for the conversation and its sub-agent tree once the run ends (and, with forwarding
+   * off, now and then while it runs, since sub-agents' events do not come). */
   refreshSoon(delay = REFRESH_MS) {
     if (this._refreshing) {
       this._refreshAgain ||= delay === 0;

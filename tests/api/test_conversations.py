@@ -277,3 +277,14 @@ lanes:
         assert (await server.client.get("/server_info")).json()["loaded_conversations"] == 1
         done = await wait_for_status(server.client, info["id"], {"finished", "error"})
         assert done["status"] == "finished"
+
+
+async def test_usage_is_sent_as_an_event_after_each_model_call(server: RunningServer) -> None:
+    info = await create(server, agent=scripted_agent(HELLO), initial_message="say hello")
+    done = await wait_for_status(server.client, info["id"], {"finished", "error"})
+    events = await all_events(server, info["id"], kind="ConversationStateUpdateEvent")
+    usages = [e["value"] for e in events if e["key"] == "usage"]
+    assert [u["llm_calls"] for u in usages] == [1, 2]
+    assert usages[-1] == done["usage"]
+    statuses = [e["value"] for e in events if e["key"] == "status"]
+    assert statuses == ["idle", "running", "finished"]

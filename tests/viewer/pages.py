@@ -56,6 +56,13 @@ class Viewer:
     def card_status(self, description: str) -> Locator:
         return self.card(description).locator(":scope > .card-head .badge")
 
+    def card_usage(self, description: str) -> Locator:
+        return self.card(description).locator(":scope > .card-head .usage")
+
+    def usage(self) -> Locator:
+        """The open conversation's usage, in its header."""
+        return self.page.locator(".conversation-head .usage").first
+
     def card_output(self, description: str) -> Locator:
         return self.card(description).locator(":scope > .card-body > .timeline > .item.call > pre.output")
 

@@ -116,3 +116,17 @@ async def test_cancelling_one_of_two_slow_subagents_marks_it_cancelled_while_the
     assert tree == {"Echo subagent-a": "cancelled", "Echo subagent-b": "completed"}
     gates.open("a")
     assert viewer.problems == []
+
+
+async def test_usage_comes_with_the_events_not_from_polling(browser: Browser, tmp_path: Path) -> None:
+    gates, settings = gated_settings(tmp_path)
+    async with open_viewer(browser, settings) as viewer:
+        asked: list[str] = []
+        viewer.page.on("request", lambda request: asked.append(request.url) if "/subagents" in request.url else None)
+        conversation = await start_gated_run(viewer, gates)
+        # Both sub-agents wait at their gates: their model calls so far show on their cards.
+        for name in ("a", "b"):
+            await expect(viewer.card_usage(f"Echo subagent-{name}")).to_contain_text("out tokens", timeout=WAIT_MS)
+        await expect(viewer.usage()).to_contain_text("out tokens", timeout=WAIT_MS)
+        assert asked == []  # nothing was polled while the run went on
+        await finish_run(viewer, gates, conversation, "a", "b")
