@@ -64,6 +64,57 @@ Window = tuple[int, int]
 that summarizes its log may pass one to narrow a time-range search (see ``sqlite_writer.py``)."""
 
 
+def time_window_sql(query: EventQuery, *, dialect: SqlDialect) -> tuple[str, list[Any]] | None:
+    """For a backend that summarizes its log in ``time_blocks`` (``counted_seq`` marking the
+    end of the summarized part): one row of the first and last ``seq`` of the blocks that
+    overlap ``query``'s time range, and of the matching events past the mark. ``None``
+    without a time range. ``window_from_row`` turns the row into a ``Window``."""
+    if query.timestamp_gte is None and query.timestamp_lt is None:
+        return None
+    p = _Params(dialect)
+
+    def tree() -> str:
+        return f"(SELECT id FROM trees WHERE root_id = {p(query.root_id)})"
+
+    def blocks() -> str:
+        where = [f"tree = {tree()}"]
+        if query.timestamp_gte is not None:
+            where.append(f"max_ts >= {p(dialect.timestamp(query.timestamp_gte))}")
+        if query.timestamp_lt is not None:
+            where.append(f"min_ts < {p(dialect.timestamp(query.timestamp_lt))}")
+        return " AND ".join(where)
+
+    def tail() -> str:
+        where = [f"tree = {tree()}", f"seq > (SELECT counted_seq FROM trees WHERE root_id = {p(query.root_id)})"]
+        if query.timestamp_gte is not None:
+            where.append(f"timestamp >= {p(dialect.timestamp(query.timestamp_gte))}")
+        if query.timestamp_lt is not None:
+            where.append(f"timestamp < {p(dialect.timestamp(query.timestamp_lt))}")
+        return " AND ".join(where)
+
+    # Every use of a value is its own parameter, taken in the order they appear: SQLite's are
+    # positional.
+    sql = (
+        f"SELECT (SELECT min(first_seq) FROM time_blocks WHERE {blocks()}), "
+        f"(SELECT max(last_seq) FROM time_blocks WHERE {blocks()}), "
+        f"(SELECT min(seq) FROM events WHERE {tail()}), "
+        f"(SELECT max(seq) FROM events WHERE {tail()})"
+    )
+    return sql, p.values
+
+
+def window_from_row(row: Sequence[Any] | None) -> Window:
+    """The ``Window`` of ``time_window_sql``'s row: from the first overlapping block (or the
+    first match past the mark) to the last match past the mark (or the last block); ``(0, 0)``
+    when nothing can match."""
+    first_block, last_block, first_tail, last_tail = row or (None, None, None, None)
+    first = first_block if first_block is not None else first_tail
+    last = last_tail if last_tail is not None else last_block
+    if first is None or last is None:
+        return 0, 0
+    return first - 1, last
+
+
 def seq_bounds(
     query: EventQuery, order: SortOrder, cursor: int | None, window: Window | None = None
 ) -> tuple[int | None, int | None]:

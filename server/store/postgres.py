@@ -23,9 +23,9 @@ import asyncpg
 
 from server.events import Event, EventRecord
 from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
-from server.store.filters import SqlDialect, count_sql, counted_sql, search_sql
+from server.store.filters import SqlDialect, count_sql, counted_sql
 from server.store.group_commit import GroupCommit, OnStored, fail, resolve
-from server.store.pagination import check_page_request, decode_event_page_id, encode_event_page_id
+from server.store.pagination import event_page, event_search_sql
 from server.store.postgres_conversations import PostgresConversationStore
 from server.store.postgres_schema import create_pool, describe, migrate
 from server.store.postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
@@ -201,25 +201,23 @@ class PostgresStore(PostgresConversationStore):
         page_id: str | None = None,
         order: SortOrder = "TIMESTAMP",
     ) -> EventPage:
-        check_page_request(limit, order)
-        cursor = decode_event_page_id(query, order, page_id)
-        sql, params = search_sql(
-            query, dialect=DIALECT, columns=_SEARCH_COLUMNS, order=order, cursor=cursor, limit=limit + 1,
-            window=await time_window(self.pool, query),
+        sql, params = await self._search_sql(query, limit, page_id, order)
+        return event_page(query, order, limit, await self.pool.fetch(sql, *params))
+
+    async def _search_sql(
+        self, query: EventQuery, limit: int, page_id: str | None, order: SortOrder
+    ) -> tuple[str, list[Any]]:
+        return event_search_sql(
+            query, dialect=DIALECT, columns=_SEARCH_COLUMNS, limit=limit, page_id=page_id, order=order,
+            window=await time_window(self.pool, query, DIALECT),
         )
-        rows = await self.pool.fetch(sql, *params)
-        items = [EventRecord(query.root_id, *row) for row in rows[:limit]]
-        next_page_id = None
-        if len(rows) > limit:
-            next_page_id = encode_event_page_id(query, order, items[-1].seq or 0)
-        return EventPage(items=items, next_page_id=next_page_id)
 
     async def count(self, query: EventQuery) -> int:
         if counted_sql(query, dialect=DIALECT) is not None:  # by stream and kind only
             mark, before = await counted(self.pool, query)
             sql, params = count_sql(dataclasses.replace(query, after_seq=mark), dialect=DIALECT)
             return before + await self.pool.fetchval(sql, *params)
-        sql, params = count_sql(query, dialect=DIALECT, window=await time_window(self.pool, query))
+        sql, params = count_sql(query, dialect=DIALECT, window=await time_window(self.pool, query, DIALECT))
         return await self.pool.fetchval(sql, *params)
 
     async def get(self, event_id: str) -> EventRecord | None:
@@ -249,12 +247,7 @@ class PostgresStore(PostgresConversationStore):
         self, query: EventQuery, *, order: SortOrder = "TIMESTAMP", page_id: str | None = None
     ) -> list[str]:
         """Diagnostics: PostgreSQL's plan for ``search`` (one line per node)."""
-        cursor = decode_event_page_id(query, order, page_id)
-        sql, params = search_sql(
-            query, dialect=DIALECT, columns=_SEARCH_COLUMNS, order=order, cursor=cursor, limit=MAX_PAGE + 1,
-            window=await time_window(self.pool, query),
-        )
-        return await self._explain(sql, params)
+        return await self._explain(*await self._search_sql(query, MAX_PAGE, page_id, order))
 
     async def explain_count(self, query: EventQuery) -> list[str]:
         """Diagnostics: PostgreSQL's plan for the rows ``count`` reads (past the mark, when
@@ -262,7 +255,7 @@ class PostgresStore(PostgresConversationStore):
         if counted_sql(query, dialect=DIALECT) is not None:
             mark, _ = await counted(self.pool, query)
             return await self._explain(*count_sql(dataclasses.replace(query, after_seq=mark), dialect=DIALECT))
-        return await self._explain(*count_sql(query, dialect=DIALECT, window=await time_window(self.pool, query)))
+        return await self._explain(*count_sql(query, dialect=DIALECT, window=await time_window(self.pool, query, DIALECT)))
 
     async def _explain(self, sql: str, params: Sequence[Any]) -> list[str]:
         return [row[0] for row in await self.pool.fetch("EXPLAIN " + sql, *params)]

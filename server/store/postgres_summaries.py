@@ -13,8 +13,7 @@ from __future__ import annotations
 import asyncpg
 
 from server.store.base import EventQuery
-from server.store.filters import Window
-from server.store.rows import timestamp_text
+from server.store.filters import SqlDialect, Window, time_window_sql, window_from_row
 
 FOLD_AFTER = 1_000
 """Events past a tree's mark before they are folded into its summaries."""
@@ -65,36 +64,11 @@ async def counted(pool: asyncpg.Pool, query: EventQuery) -> tuple[int, int]:
     return (row[0], row[1]) if row is not None else (0, 0)
 
 
-async def time_window(pool: asyncpg.Pool, query: EventQuery) -> Window | None:
-    """The ``seq`` range, as (exclusive lower, inclusive upper), holding every event of
-    ``query``'s time range: from the first block that overlaps it to the last, or to the last
-    matching event past the mark. ``None`` without a time range; ``(0, 0)`` when nothing can
-    match."""
-    if query.timestamp_gte is None and query.timestamp_lt is None:
+async def time_window(pool: asyncpg.Pool, query: EventQuery, dialect: SqlDialect) -> Window | None:
+    """The ``seq`` range that holds every event of ``query``'s time range, from the
+    summaries (``filters.time_window_sql``); ``None`` without a time range."""
+    built = time_window_sql(query, dialect=dialect)
+    if built is None:
         return None
-    params: list[object] = [query.root_id]
-    blocks = ["tree = (SELECT id FROM t)"]
-    tail = ["tree = (SELECT id FROM t)", "seq > (SELECT counted_seq FROM t)"]
-    if query.timestamp_gte is not None:
-        params.append(timestamp_text(query.timestamp_gte))
-        blocks.append(f"max_ts >= ${len(params)}")
-        tail.append(f"timestamp >= ${len(params)}")
-    if query.timestamp_lt is not None:
-        params.append(timestamp_text(query.timestamp_lt))
-        blocks.append(f"min_ts < ${len(params)}")
-        tail.append(f"timestamp < ${len(params)}")
-    in_blocks, in_tail = " AND ".join(blocks), " AND ".join(tail)
-    row = await pool.fetchrow(
-        "WITH t AS (SELECT id, counted_seq FROM trees WHERE root_id = $1) SELECT "
-        f"(SELECT min(first_seq) FROM time_blocks WHERE {in_blocks}), "
-        f"(SELECT max(last_seq) FROM time_blocks WHERE {in_blocks}), "
-        f"(SELECT min(seq) FROM events WHERE {in_tail}), "
-        f"(SELECT max(seq) FROM events WHERE {in_tail})",
-        *params,
-    )
-    first_block, last_block, first_tail, last_tail = row
-    first = first_block if first_block is not None else first_tail
-    last = last_tail if last_tail is not None else last_block
-    if first is None or last is None:
-        return 0, 0
-    return first - 1, last
+    sql, params = built
+    return window_from_row(await pool.fetchrow(sql, *params))

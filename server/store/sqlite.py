@@ -12,15 +12,14 @@ from typing import Any, Sequence
 
 from server.events import Event, EventRecord
 from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
-from server.store.filters import SqlDialect, Window, count_sql, counted_sql
+from server.store.filters import Window, count_sql, counted_sql
 from server.store.group_commit import GroupCommit, OnStored
 from server.store.pagination import event_page, event_search_sql
 from server.store.rows import check_deletable
 from server.store.sqlite_conversations import SQLiteConversationStore
 from server.store.sqlite_database import SQLiteDatabase
-from server.store.sqlite_writer import COLUMNS, FOLD_AFTER, TREE, SQLiteEventWriter
+from server.store.sqlite_writer import COLUMNS, DIALECT, FOLD_AFTER, SQLiteEventWriter
 
-DIALECT = SqlDialect(placeholder=lambda _: "?", tree_match="tree = " + TREE)
 
 _SEARCH_COLUMNS = ", ".join(COLUMNS)
 _GET = "SELECT t.root_id, " + ", ".join(f"e.{c}" for c in COLUMNS) + " FROM events e JOIN trees t ON t.id = e.tree"
@@ -141,8 +140,6 @@ class SQLiteStore(SQLiteConversationStore):
 
     async def _time_window(self, query: EventQuery) -> Window | None:
         # A time range reads only the seq range its summarized blocks point to.
-        if query.timestamp_gte is None and query.timestamp_lt is None:
-            return None
         return await self._writer.time_window(query)
 
     async def _explain(self, sql: str, params: Sequence[Any]) -> list[str]:

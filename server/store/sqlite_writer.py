@@ -24,11 +24,12 @@ import aiosqlite
 
 from server.events import EventRecord
 from server.store.base import EventQuery
-from server.store.rows import timestamp_text
+from server.store.filters import SqlDialect, Window, time_window_sql, window_from_row
 from server.store.sqlite_database import SQLiteDatabase, transaction
 
 TREE = "(SELECT id FROM trees WHERE root_id = {})"
 """The key of the tree whose root id is the parameter ``{}``."""
+DIALECT = SqlDialect(placeholder=lambda _: "?", tree_match="tree = " + TREE)
 COLUMNS = ("conversation_id", "seq", "id", "kind", "source", "timestamp", "subagent_id", "parent_tool_use_id", "json")
 """An event row's columns after ``tree``, in ``EventRecord``'s field order after ``root_id``."""
 FOLD_AFTER = 1_000
@@ -124,36 +125,13 @@ class SQLiteEventWriter:
             await conn.execute(sql.format("?"), (root_id,))
         self._keys.pop(root_id, None)
 
-    async def time_window(self, query: EventQuery) -> tuple[int, int]:
-        """The ``seq`` range, as (exclusive lower, inclusive upper), that holds every event of
-        ``query``'s time range: from the first summarized block that overlaps it to the last,
-        or to the last matching event past the mark. ``(0, 0)`` when nothing matches."""
-        params = {"root": query.root_id}
-        blocks = ["tree = (SELECT id FROM t)"]
-        events = ["tree = (SELECT id FROM t)", "seq > (SELECT counted_seq FROM t)"]
-        if query.timestamp_gte is not None:
-            params["gte"] = timestamp_text(query.timestamp_gte)
-            blocks.append("max_ts >= :gte")
-            events.append("timestamp >= :gte")
-        if query.timestamp_lt is not None:
-            params["lt"] = timestamp_text(query.timestamp_lt)
-            blocks.append("min_ts < :lt")
-            events.append("timestamp < :lt")
-        in_blocks, in_tail = " AND ".join(blocks), " AND ".join(events)
-        sql = (
-            "WITH t AS (SELECT id, counted_seq FROM trees WHERE root_id = :root) SELECT "
-            f"(SELECT min(first_seq) FROM time_blocks WHERE {in_blocks}), "
-            f"(SELECT max(last_seq) FROM time_blocks WHERE {in_blocks}), "
-            f"(SELECT min(seq) FROM events WHERE {in_tail}), "
-            f"(SELECT max(seq) FROM events WHERE {in_tail})"
-        )
-        row = await self._db.fetchone(sql, params)
-        first_block, last_block, first_tail, last_tail = row or (None, None, None, None)
-        first = first_block if first_block is not None else first_tail
-        last = last_tail if last_tail is not None else last_block
-        if first is None or last is None:
-            return 0, 0
-        return first - 1, last
+    async def time_window(self, query: EventQuery) -> Window | None:
+        """The ``seq`` range that holds every event of ``query``'s time range, from the
+        summaries (``filters.time_window_sql``); ``None`` without a time range."""
+        built = time_window_sql(query, dialect=DIALECT)
+        if built is None:
+            return None
+        return window_from_row(await self._db.fetchone(*built))
 
 
 @functools.lru_cache(maxsize=64)

@@ -178,8 +178,6 @@ async def test_interrupt_closes_the_running_tool_call_as_failed(server: RunningS
         kinds = [e["kind"] for e in await all_events(server, info["id"])]
         if "ActionEvent" in kinds:
             break
-        import asyncio
-
         await asyncio.sleep(0.05)
     response = await server.client.post(f"/api/conversations/{info['id']}/interrupt")
     assert response.status_code == 200
