@@ -5,7 +5,7 @@ while a socket client (another process) watches the root: the parent's wall time
 (target ratio <= 1.05) and the events per second the client received. Then forwarded events
 emitted at 1,000 events/s: emit-to-client latency p50/p99 (target p99 <= 5 ms).
 
-    .venv/bin/python bench/forwarding.py [--subagents 8] [--steps 200] [--repeat 3]
+    .venv/bin/python bench/forwarding.py [--subagents 8] [--steps 200] [--repeat 7]
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--subagents", type=int, default=8)
     parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--latency-events", type=int, default=5000)
     args = parser.parse_args()
     script = fanout_script(args.subagents, args.steps)
