@@ -128,6 +128,10 @@ class ConversationHost:
     async def set_status(self, status: str) -> None:
         if self.record.status == status:
             return
+        # Events emitted without waiting are stored first: when REST shows the new status, the
+        # stream before it is whole. The status event comes after, so a socket's first frame
+        # never names a status its replay has not reached.
+        await self._store.flush()
         self.record = await self._store.update_conversation(self.conversation_id, status=status)
         await self.emit(ConversationStateUpdateEvent(key="status", value=status))
 
@@ -229,6 +233,7 @@ class ConversationHost:
     async def finish_subagent(
         self, child: ConversationHost, *, status: str, result: str, usage: Usage | None = None
     ) -> None:
+        await self._store.flush()  # as in set_status: the row never runs ahead of the stream
         child.record = await self._store.update_conversation(
             child.conversation_id, subagent_status=status, result=result
         )

@@ -115,6 +115,10 @@ class EventStore(Protocol):
         """Return once the store's queue of appends has room (at once, normally)."""
         ...
 
+    async def flush(self) -> None:
+        """Return once every append and submit made so far is stored (or has failed)."""
+        ...
+
     async def search(
         self,
         query: EventQuery,

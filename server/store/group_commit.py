@@ -82,6 +82,9 @@ class GroupCommit:
         self._max_batch = max_batch
         self._room = asyncio.Event()  # set while fewer than max_batch appends are queued
         self._room.set()
+        self._queued_count = 0
+        self._settled_count = 0  # appends stored or failed; they settle in the order queued
+        self._flushes: deque[tuple[int, asyncio.Future[None]]] = deque()
         self._max_queued = max_batch
         self._room = asyncio.Event()
         self._room.set()
@@ -125,12 +128,21 @@ class GroupCommit:
         """Return once fewer than ``max_batch`` appends wait to be written."""
         await self._room.wait()
 
+    async def flush(self) -> None:
+        """Return once every append queued so far is stored (or has failed)."""
+        if self._settled_count >= self._queued_count:
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._flushes.append((self._queued_count, done))
+        await done
+
     def _enqueue(self, item: _Append) -> None:
         if item.event.ephemeral:
             raise ValueError(f"{item.event.kind} is ephemeral: it is published, never stored")
         if self._closing or self._task is None or self._task.done():
             raise RuntimeError("the event store is not open")
         self._queue.append(item)
+        self._queued_count += 1
         self._wakeup.set()
         if len(self._queue) >= self._max_batch:
             self._room.clear()
@@ -162,7 +174,7 @@ class GroupCommit:
             stopped = RuntimeError("the event writer stopped")
             inflight = self._inflight.batch if self._inflight else []
             for item in [*inflight, *self._taken, *self._queue]:
-                fail(item, stopped)
+                self._fail(item, stopped)
             self._queue.clear()
             self._room.set()
 
@@ -200,7 +212,7 @@ class GroupCommit:
         finally:
             self._inflight = None
         for item, record in zip(written.batch, written.records):
-            resolve(item, record)
+            self._resolve(item, record)
         return True
 
     async def _prepare(self, batch: list[_Append]) -> list[EventRecord] | None:
@@ -234,31 +246,38 @@ class GroupCommit:
                 await self._writer.write([record])
             except Exception as exc:
                 item.event.seq = item.seq_before
-                fail(item, exc)
+                self._fail(item, exc)
             else:
                 self._remember(item.root_id, item.event.seq)
-                resolve(item, record)
+                self._resolve(item, record)
+
+    def _resolve(self, item: _Append, record: EventRecord) -> None:
+        """Hand ``record`` to whoever queued ``item``: its waiting caller, or its callback
+        (scheduled, not called, so that both run in the order they were resolved)."""
+        if item.future is None:
+            asyncio.get_running_loop().call_soon(item.on_stored, record)  # type: ignore[arg-type]
+        elif not item.future.done():  # the caller may have stopped waiting
+            item.future.set_result(record)
+        self._settled()
+
+    def _fail(self, item: _Append, exc: BaseException) -> None:
+        """Tell whoever queued ``item`` that it was not stored; nobody waits on a submitted
+        event, so that failure is logged."""
+        if item.future is None:
+            log.error("a %s of conversation %s was not stored", item.event.kind, item.conversation_id, exc_info=exc)
+        elif not item.future.done():
+            item.future.set_exception(exc)
+        self._settled()
+
+    def _settled(self) -> None:
+        self._settled_count += 1
+        while self._flushes and self._flushes[0][0] <= self._settled_count:
+            _, done = self._flushes.popleft()
+            if not done.done():
+                done.set_result(None)
 
     def _remember(self, root_id: str, seq: int) -> None:
         self._last_seqs[root_id] = seq
         self._last_seqs.move_to_end(root_id)
         while len(self._last_seqs) > self._max_trees:
             self._last_seqs.popitem(last=False)
-
-
-def resolve(item: _Append, record: EventRecord) -> None:
-    """Hand ``record`` to whoever queued ``item``: its waiting caller, or its callback
-    (scheduled, not called, so that both run in the order they were resolved)."""
-    if item.future is None:
-        asyncio.get_running_loop().call_soon(item.on_stored, record)  # type: ignore[arg-type]
-    elif not item.future.done():  # the caller may have stopped waiting
-        item.future.set_result(record)
-
-
-def fail(item: _Append, exc: BaseException) -> None:
-    """Tell whoever queued ``item`` that it was not stored; nobody waits on a submitted
-    event, so that failure is logged."""
-    if item.future is None:
-        log.error("a %s of conversation %s was not stored", item.event.kind, item.conversation_id, exc_info=exc)
-    elif not item.future.done():
-        item.future.set_exception(exc)

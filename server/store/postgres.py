@@ -24,7 +24,7 @@ import asyncpg
 from server.events import Event, EventRecord
 from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
 from server.store.filters import SqlDialect, count_sql, counted_sql
-from server.store.group_commit import GroupCommit, OnStored, fail, resolve
+from server.store.group_commit import GroupCommit, OnStored
 from server.store.pagination import event_page, event_search_sql
 from server.store.postgres_conversations import PostgresConversationStore
 from server.store.postgres_schema import create_pool, describe, migrate
@@ -115,21 +115,20 @@ class _CounterCommit(GroupCommit):
             # serialize): one transaction each, so only that append fails.
             await self._commit_one_by_one(batch)
             return
-        _resolve(batch, records)
+        self._resolve_all(batch, records)
+
+    def _resolve_all(self, batch: Sequence[Any], records: Sequence[EventRecord]) -> None:
+        for item, record in zip(batch, records):
+            self._resolve(item, record)
 
     async def _commit_one_by_one(self, batch: list[Any]) -> None:
         for item in batch:
             try:
                 records = await self._events.write_appends([item])
             except Exception as exc:
-                fail(item, exc)
+                self._fail(item, exc)
             else:
-                _resolve([item], records)
-
-
-def _resolve(batch: Sequence[Any], records: Sequence[EventRecord]) -> None:
-    for item, record in zip(batch, records):
-        resolve(item, record)
+                self._resolve_all([item], records)
 
 
 class PostgresStore(PostgresConversationStore):
@@ -192,6 +191,11 @@ class PostgresStore(PostgresConversationStore):
         """See ``EventStore.room``."""
         if self._commit is not None:
             await self._commit.room()
+
+    async def flush(self) -> None:
+        """See ``EventStore.flush``."""
+        if self._commit is not None:
+            await self._commit.flush()
 
     async def search(
         self,

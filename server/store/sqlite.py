@@ -64,6 +64,10 @@ class SQLiteStore(SQLiteConversationStore):
         """See ``EventStore.room``."""
         await self._commit.room()
 
+    async def flush(self) -> None:
+        """See ``EventStore.flush``."""
+        await self._commit.flush()
+
     async def search(
         self,
         query: EventQuery,

@@ -175,3 +175,17 @@ async def test_submit_refuses_what_append_refuses(store: Store) -> None:
     await store.close()
     with pytest.raises(RuntimeError):
         store.submit("r", "r", MessageEvent(content="late"), lambda record: None)
+
+
+async def test_flush_returns_once_everything_submitted_before_is_stored(store: Store, reopen) -> None:
+    await store.flush()  # nothing queued: at once
+    handed: list[int] = []
+    for n in range(1500):
+        store.submit("r", "r", MessageEvent(content=str(n)), lambda record: handed.append(record.seq))
+        if n % 500 == 0:
+            await store.room()
+    await store.flush()
+    other = await reopen()  # durable, as another store over the same database sees
+    assert await other.last_seq("r") == 1500
+    await asyncio.sleep(0)
+    assert handed == list(range(1, 1501))

@@ -49,7 +49,7 @@ class NativeBackend:
                 return None
             response = await self.request_model(host)
             if not response.tool_calls:
-                await host.emit(MessageEvent(role="assistant", content=response.text))
+                await host.emit(MessageEvent(role="assistant", content=response.text), wait=False)
                 self.messages.append(ChatMessage(role="assistant", content=response.text))
                 if host.has_pending_messages:
                     continue
@@ -84,6 +84,8 @@ class NativeBackend:
         """Record every call, run them in parallel, feed the results back in call order.
         Returns the final answer when one of them was ``finish``."""
         calls = response.tool_calls
+        # Write-ahead: the calls are stored before any of them runs. Waiting for the last one
+        # waits for them all (appends are stored in order), so that is one commit, not one each.
         for n, call in enumerate(calls):
             await host.emit(
                 ActionEvent(
@@ -92,7 +94,8 @@ class NativeBackend:
                     arguments=call.arguments,
                     thought=response.text or None if n == 0 else None,
                     llm_response_id=response.id,
-                )
+                ),
+                wait=n == len(calls) - 1,
             )
         self.messages.append(ChatMessage(role="assistant", content=response.text, tool_calls=calls))
         started: set[str] = set()
@@ -127,7 +130,8 @@ class NativeBackend:
                 content=result.content,
                 is_error=result.is_error,
                 status="failed" if result.is_error else "completed",
-            )
+            ),
+            wait=False,  # a report of what happened; the next call or status change waits
         )
 
     async def call_tool(self, host: AgentHost, call: ToolCall) -> ToolResult:
