@@ -216,3 +216,22 @@ async def test_folding_reads_only_the_events_past_the_mark(tmp_path: Path, sqlit
             statement = statement.format(tree="?1", after="?2", until="?3")
             plan = [row[3] for row in await conn.execute_fetchall("EXPLAIN QUERY PLAN " + statement, (1, 0, 10))]
             assert any("events_by_seq (tree=? AND seq>? AND seq<?)" in line for line in plan), plan
+
+
+async def test_the_wal_is_checkpointed_in_the_background(tmp_path: Path) -> None:
+    # Not by SQLite inside a commit (wal_autocheckpoint is off on the writer): the events
+    # reach the database file while the store stays open and idle.
+    store = SQLiteStore(f"sqlite:///{tmp_path}/checkpointed.db")
+    await store.open()
+    try:
+        db = tmp_path / "checkpointed.db"
+        before = db.stat().st_size
+        await asyncio.gather(*(store.append("r", "r", MessageEvent(content="x" * 500)) for _ in range(3000)))
+        for _ in range(100):
+            if db.stat().st_size > before + 1_000_000:
+                break
+            await asyncio.sleep(0.05)
+        assert db.stat().st_size > before + 1_000_000
+        assert await store.count(EventQuery(root_id="r")) == 3000
+    finally:
+        await store.close()
