@@ -122,6 +122,21 @@ async def test_interrupt_closes_calls_in_flight_with_their_parents(forwarding_se
     assert len(agent_pids(tmp_path)) == 1
 
 
+async def test_cancelling_a_peer_subagent_alone_is_refused_over_acp(forwarding_server: RunningServer, tmp_path: Path) -> None:
+    # ACP has no request to stop one of the agent's own sub-agents: a clear 400, nothing stopped.
+    server = forwarding_server
+    conversation_id = await start(server, fake_agent(tmp_path), "hang")
+    await wait_for_event(server, conversation_id, lambda e: e.get("tool_call_id") == "sub-h-2")
+    subagent_id = (await subagents(server, conversation_id))["agent-h"]["subagent_id"]
+    response = await server.client.post(f"/api/conversations/{conversation_id}/subagents/{subagent_id}/cancel")
+    assert response.status_code == 400
+    assert response.json()["code"] == "subagent_not_cancellable"
+    assert "interrupt the conversation" in response.json()["detail"]
+    assert (await subagents(server, conversation_id))["agent-h"]["status"] == "running"
+    assert (await server.client.post(f"/api/conversations/{conversation_id}/interrupt")).status_code == 200
+    assert (await wait_for_status(server.client, conversation_id, {"paused"}))["status"] == "paused"
+
+
 async def test_new_message_supersedes_the_running_turn(forwarding_server: RunningServer, tmp_path: Path) -> None:
     server = forwarding_server
     conversation_id = await start(server, fake_agent(tmp_path), "hang")
