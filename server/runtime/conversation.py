@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -66,6 +67,8 @@ class ConversationHost:
         self.task: asyncio.Task[Any] | None = None
         self._label_counter = 0
         self._slots: asyncio.Semaphore | None = None
+        self.last_used = time.monotonic()
+        """When a command last reached this conversation (the runtime unloads idle ones)."""
         self.stop_hook: Callable[[], Awaitable[None]] | None = None
         """How to cancel this sub-agent when a peer agent runs it (set by that backend)."""
 

@@ -51,7 +51,6 @@ class Runtime:
         self.hooks = hooks
         self.tasks = TaskManager(settings, hooks, self.drive)
         self._roots: dict[str, ConversationHost] = {}
-        self._last_used: dict[str, float] = {}
         self._lock = asyncio.Lock()
         self._sweeper: asyncio.Task[None] | None = None
         self.ownership = Ownership(self)
@@ -92,7 +91,7 @@ class Runtime:
                 continue  # with leases, a conversation is given up as soon as it stops
             now = time.monotonic()
             for root_id, host in list(self._roots.items()):
-                if not host.running and now - self._last_used.get(root_id, now) >= limit:
+                if not host.running and now - host.last_used >= limit:
                     try:
                         await self.unload(root_id)
                     except Exception:  # a backend that fails to close must not stop the sweep
@@ -111,7 +110,6 @@ class Runtime:
         for host in list(self._roots.values()):
             await host.close()
         self._roots.clear()
-        self._last_used.clear()
         await self.ownership.close()
 
     # -- conversations --------------------------------------------------------------------
@@ -145,7 +143,7 @@ class Runtime:
         """The live host of a root conversation, loading it (and recovering an interrupted run)."""
         host = self._roots.get(conversation_id)
         if host is not None:
-            self._last_used[conversation_id] = time.monotonic()
+            host.last_used = time.monotonic()
             return host
         async with self._lock:
             host = self._roots.get(conversation_id)
@@ -167,7 +165,6 @@ class Runtime:
                 backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks),
             )
             self._roots[conversation_id] = host
-            self._last_used[conversation_id] = time.monotonic()
         if record.status == "running":
             # The process that ran it is gone: close its open calls honestly, then it is paused.
             await close_interrupted_calls(self.store, host)
@@ -181,7 +178,6 @@ class Runtime:
     async def unload(self, conversation_id: str) -> None:
         """Stop and forget a root's host; the next command loads it again from the store."""
         host = self._roots.pop(conversation_id, None)
-        self._last_used.pop(conversation_id, None)
         if host is not None:
             await host.close()
 
@@ -191,7 +187,6 @@ class Runtime:
         if not record.is_root:
             raise BadRequest("delete the root conversation; sub-agents go with it", code="subagent_conversation")
         host = self._roots.pop(conversation_id, None)
-        self._last_used.pop(conversation_id, None)
         if host is not None:
             await host.close()
         await self.store.delete_conversation(conversation_id)

@@ -85,9 +85,6 @@ class GroupCommit:
         self._queued_count = 0
         self._settled_count = 0  # appends stored or failed; they settle in the order queued
         self._flushes: deque[tuple[int, asyncio.Future[None]]] = deque()
-        self._max_queued = max_batch
-        self._room = asyncio.Event()
-        self._room.set()
         # In-flight and prepared trees must stay cached (their seqs are not committed yet).
         self._max_trees = max(max_trees, 4 * max_batch)
         # The last seq given per tree, for the trees written lately (bounded: memory stays
@@ -164,8 +161,6 @@ class GroupCommit:
                 count = min(len(self._queue), self._max_batch)
                 self._taken = [self._queue.popleft() for _ in range(count)]
                 if len(self._queue) < self._max_batch:
-                    self._room.set()
-                if len(self._queue) < self._max_queued:
                     self._room.set()
                 await self._commit(self._taken)
                 self._taken = []
