@@ -22,6 +22,9 @@ from server.bus.backoff import Backoff
 from server.bus.names import Names
 from server.bus.redis_sender import CONNECTION_FAILURES
 
+CLOSE_WAIT = 5.0
+"""Seconds a lost subscriber connection may take to close before the reconnect goes on."""
+
 log = logging.getLogger(__name__)
 
 SUBSCRIBE_WAIT = 5.0
@@ -107,6 +110,8 @@ class RedisReceiver:
             except CONNECTION_FAILURES as exc:
                 if self.up.is_set():
                     log.warning("redis bus: subscriber connection lost (%r); reconnecting", exc)
+            except Exception:  # anything else: say so, and reconnect all the same
+                log.exception("redis bus: the subscriber failed; reconnecting")
             finally:
                 self.up.clear()
                 self._pubsub = None
@@ -114,7 +119,7 @@ class RedisReceiver:
                 for pong in self._pongs.values():
                     if not pong.done():
                         pong.set_exception(ConnectionError("the subscriber connection was lost"))
-                await pubsub.aclose()
+                await _close_quietly(pubsub)
             await asyncio.sleep(backoff.next())
 
     async def _subscribe_all(self, pubsub: PubSub) -> None:
@@ -174,6 +179,14 @@ class RedisReceiver:
             self._on_message(channel, data)
         except Exception:  # a malformed message must not stop the receiver
             log.exception("redis bus: could not handle a message on %r", channel)
+
+
+async def _close_quietly(pubsub: PubSub) -> None:
+    # Closing a connection Redis dropped may raise or hang; either would end the reconnect loop.
+    try:
+        await asyncio.wait_for(pubsub.aclose(), CLOSE_WAIT)
+    except Exception as exc:
+        log.debug("redis bus: closing the old subscriber connection: %r", exc)
 
 
 def _text(value: Any) -> str:

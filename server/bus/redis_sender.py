@@ -88,8 +88,10 @@ class RedisSender:
                 self.up.set()
                 backoff.reset()
                 await self._send_queued()
-            except CONNECTION_FAILURES as exc:
-                if self.up.is_set():
+            except Exception as exc:  # a lost connection, or anything else: reconnect all the same
+                if not isinstance(exc, CONNECTION_FAILURES):
+                    log.exception("redis bus: the publisher failed; reconnecting")
+                elif self.up.is_set():
                     log.warning("redis bus: publishing connection lost (%r); reconnecting", exc)
                 self.up.clear()
                 self.dropped += len(self._outbound)
