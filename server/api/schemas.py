@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from server.events import Usage
-from server.runtime.specs import AgentSpec, NativeAgentSpec, redact
+from server.specs import AgentSpec, NativeAgentSpec, redact
 from server.store import ConversationRecord
 
 

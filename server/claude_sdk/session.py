@@ -16,7 +16,7 @@ from typing import Any, AsyncIterator, Protocol
 import claude_agent_sdk as sdk
 
 from server.errors import ClaudeSDKError
-from server.runtime.specs import ClaudeSDKAgentSpec
+from server.specs import ClaudeSDKAgentSpec
 
 log = logging.getLogger(__name__)
 

@@ -30,13 +30,28 @@ import socket
 import time
 from collections import defaultdict
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Protocol, TypeVar
 
+from server.bus import Bus
 from server.errors import BadRequest, Unavailable
+from server.settings import Settings
+from server.store import ConversationRecord, Store
 from server.store.leases import leases_for
 
-if TYPE_CHECKING:
-    from server.runtime.manager import Runtime
+
+class Runtime(Protocol):
+    """What ownership needs of ``runtime.manager.Runtime`` (a protocol: no import cycle)."""
+
+    settings: Settings
+    store: Store
+    bus: Bus
+    ownership: Ownership
+
+    async def get(self, conversation_id: str) -> ConversationRecord: ...
+
+    def loaded(self, conversation_id: str) -> Any: ...
+
+    async def unload(self, conversation_id: str) -> None: ...
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from server.llm import make_llm
 from server.runtime.backends.base import AgentBackend, AgentHost
 from server.runtime.backends.native import NativeBackend
 from server.runtime.history import messages_from_events
-from server.runtime.specs import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS
+from server.specs import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS
 from server.store import EventQuery, Store
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from server.errors import ACPError
 from server.events import Event
 from server.runtime.agent_types import PROJECT_ROOT
 from server.runtime.backends.base import AgentHost
-from server.runtime.specs import ACPAgentSpec
+from server.specs import ACPAgentSpec
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from server.errors import BackendError, BadRequest, ClaudeSDKError
 from server.events import SubagentFinishedEvent, SubagentStartedEvent
 from server.events.ids import new_id
 from server.runtime.backends.base import AgentHost
-from server.runtime.specs import ClaudeSDKAgentSpec
+from server.specs import ClaudeSDKAgentSpec
 
 log = logging.getLogger(__name__)
 

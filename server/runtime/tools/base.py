@@ -12,19 +12,30 @@ from server.errors import ToolError
 from server.llm.base import ToolSpec
 
 if TYPE_CHECKING:
-    from server.runtime.conversation import ConversationHost
-    from server.runtime.task_manager import TaskManager
+    from server.runtime.backends.base import AgentHost
+
+
+class SubagentRunner(Protocol):
+    """What the ``task`` tool needs to run a sub-agent (``runtime.task_manager.TaskManager``).
+
+    A protocol here, so tools know nothing of the task manager that uses them."""
+
+    async def run_task(
+        self, host: Any, tool_call_id: str, *, description: str, prompt: str, subagent_type: str
+    ) -> ToolResult:
+        """Run one sub-agent of ``host`` for call ``tool_call_id`` to its end."""
+        ...
 
 
 @dataclass(slots=True)
 class ToolContext:
     """What a tool may use while it runs."""
 
-    host: ConversationHost
+    host: AgentHost
     """The conversation that called the tool (emit events through it)."""
     tool_call_id: str
     """The id the LLM gave this call; the ``task`` tool stamps its sub-agent with it."""
-    tasks: TaskManager
+    tasks: SubagentRunner
     """Runs sub-agents for the ``task`` tool."""
 
     @property
