@@ -21,7 +21,7 @@ EVENT_FIELDS = {
     "AgentErrorEvent": {"error", "code", "tool_call_id"},
     "StreamingDeltaEvent": {"content", "channel"},
     "ConversationStateUpdateEvent": {"key", "value"},
-    "SubagentStartedEvent": {"subagent_type", "description", "parent_subagent_id"},
+    "SubagentStartedEvent": {"subagent_type", "description", "parent_subagent_id", "label"},
     "SubagentFinishedEvent": {"status", "result", "usage"},
     "ACPToolCallEvent": {"tool_call_id", "title", "status", "tool_kind", "raw_input", "raw_output", "content", "is_error"},
 }

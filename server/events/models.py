@@ -180,6 +180,8 @@ class SubagentStartedEvent(Event):
     """The short description the spawning call gave."""
     parent_subagent_id: str | None = None
     """The sub-agent that spawned this one; omitted for a sub-agent of the root."""
+    label: str | None = None
+    """Its per-tree name as the models see it (``task-1``, ``task-1.2``, in call order)."""
 
 
 class SubagentFinishedEvent(Event):

@@ -229,6 +229,7 @@ class ConversationHost:
                 subagent_type=subagent_type,
                 description=description,
                 parent_subagent_id=self.conversation_id if self.is_subagent else None,
+                label=record.label,
             )
         )
         return child

@@ -1,0 +1,345 @@
+"""``Tree``: a conversation's events nested as they arrive: the main agent's steps in order,
+each tool call holding the sub-agents it spawned, each sub-agent its own steps, recursively.
+
+One rule places everything, for every backend: an event belongs to the stream of its
+``subagent_id`` (none: the main agent's); a sub-agent goes under the tool call whose
+``tool_call_id`` equals its ``parent_tool_use_id``, looked up first in the stream of the
+sub-agent that spawned it (``parent_subagent_id``). A sub-agent whose call has not arrived yet
+waits in ``Tree.waiting`` and moves under the call when it comes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from server.client.frames import is_full_state, root_status
+from server.events import (
+    ACPToolCallEvent,
+    ActionEvent,
+    AgentErrorEvent,
+    ConversationStateUpdateEvent,
+    Event,
+    MessageEvent,
+    ObservationEvent,
+    StreamingDeltaEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
+    Usage,
+)
+
+SUBAGENT_ENDS = frozenset({"completed", "error", "cancelled"})
+
+
+@dataclass(eq=False)
+class Message:
+    """A message (``user``, ``assistant``, ``system``), an agent error (``error``), or text
+    still streaming in (``draft``)."""
+
+    role: str
+    text: str
+    owner: Subagent | None = field(default=None, repr=False)
+    draft: bool = False
+
+    @property
+    def depth(self) -> int:
+        """0 for the main agent's steps, one more per sub-agent level."""
+        return 0 if self.owner is None else self.owner.depth + 1
+
+
+@dataclass(eq=False)
+class ToolCall:
+    """A tool call, its latest status and result, and the sub-agents it spawned."""
+
+    tool_call_id: str
+    tool_name: str
+    owner: Subagent | None = field(default=None, repr=False)
+    arguments: dict[str, Any] = field(default_factory=dict)
+    title: str = ""
+    """What the call does in a few words: its command, description, path or title."""
+    status: str = "in_progress"
+    output: str = ""
+    """The result as text (empty until there is one)."""
+    subagents: list[Subagent] = field(default_factory=list)
+
+    @property
+    def depth(self) -> int:
+        return 0 if self.owner is None else self.owner.depth + 1
+
+
+@dataclass(eq=False)
+class Subagent:
+    """A sub-agent and its own steps."""
+
+    subagent_id: str
+    parent_tool_use_id: str | None = None
+    parent_subagent_id: str | None = None
+    subagent_type: str = "sub-agent"
+    description: str = ""
+    label: str = ""
+    """Its per-tree name, as the model knows it: ``task-1``, ``task-1.2``."""
+    status: str = "running"
+    """``running``, then ``completed``, ``error`` or ``cancelled``."""
+    result: str = ""
+    usage: Usage | None = None
+    steps: list[Step] = field(default_factory=list)
+    call: ToolCall | None = field(default=None, repr=False)
+    """The call that spawned it, once that has arrived."""
+
+    @property
+    def depth(self) -> int:
+        return 1 if self.call is None else self.call.depth + 1
+
+    def update(self, info: dict[str, Any]) -> None:
+        """Take what is known of it; its status only moves forward and its usage only grows."""
+        for name in ("subagent_type", "description", "label", "result"):
+            if info.get(name):
+                setattr(self, name, info[name])
+        if info.get("parent_subagent_id") and not self.parent_subagent_id:
+            self.parent_subagent_id = info["parent_subagent_id"]
+        if info.get("status") and self.status not in SUBAGENT_ENDS:
+            self.status = info["status"]
+        usage = _usage(info.get("usage"))
+        if usage is not None and _total(usage) >= _total(self.usage):
+            self.usage = usage
+
+
+Step = Union[Message, ToolCall]
+Node = Union[Message, ToolCall, Subagent]
+
+
+class Tree:
+    """One conversation's tree. ``apply`` each event in arrival order (``LiveEvents`` gives
+    them once, in ``seq`` order); read ``steps``, ``status``, ``usage`` and ``subagents`` any
+    time."""
+
+    def __init__(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        self.status = "unknown"
+        """The root's status: ``idle``, ``running``, ``paused``, ``finished``, ``error``."""
+        self.usage: Usage | None = None
+        """The root's own token usage so far (its sub-agents' is on each ``Subagent``)."""
+        self.events = 0
+        """Stored events taken (those with a ``seq``)."""
+        self.steps: list[Step] = []
+        """The main agent's steps."""
+        self.subagents: dict[str, Subagent] = {}
+        """Every sub-agent seen, by id."""
+        self.waiting: list[Subagent] = []
+        """Sub-agents whose spawning call has not arrived."""
+        self._drafts: dict[str | None, Message] = {}
+        self._calls: dict[tuple[str | None, str], ToolCall] = {}
+        self._calls_by_id: dict[str, ToolCall] = {}
+
+    # -- taking events in ---------------------------------------------------------------
+
+    def apply(self, event: Event) -> Node | None:
+        """Place ``event``; returns the node it added or changed (``None`` for a change of
+        the conversation's own status or usage, or a kind the tree does not draw)."""
+        if is_full_state(event):
+            self.apply_full_state(event.value)  # type: ignore[attr-defined]
+            return None
+        if event.seq is not None:
+            self.events += 1
+        sid = event.subagent_id
+        owner = self._stream_owner(event)
+        steps = owner.steps if owner is not None else self.steps
+        if isinstance(event, StreamingDeltaEvent):
+            draft = self._drafts.get(sid)
+            if draft is None:
+                draft = self._drafts[sid] = Message("assistant", "", owner, draft=True)
+                steps.append(draft)
+            draft.text += event.content
+            return draft
+        if isinstance(event, MessageEvent):
+            if event.role == "assistant":
+                self._drop_draft(sid, steps)
+            message = Message(event.role, event.content, owner)
+            steps.append(message)
+            return message
+        if isinstance(event, ActionEvent):
+            self._drop_draft(sid, steps)
+            if event.thought:
+                steps.append(Message("assistant", event.thought, owner))
+            call = self._call(owner, event.tool_call_id, event.tool_name)
+            call.arguments = dict(event.arguments)
+            call.title = call_title(event.arguments)
+            return call
+        if isinstance(event, ObservationEvent):
+            call = self._call(owner, event.tool_call_id, event.tool_name)
+            call.status = event.status or ("failed" if event.is_error else "completed")
+            call.output = event.content
+            return call
+        if isinstance(event, ACPToolCallEvent):
+            call = self._call(owner, event.tool_call_id, event.tool_kind or "tool")
+            call.title = event.title or call.title
+            call.status = event.status or call.status
+            if isinstance(event.raw_input, dict):
+                call.arguments = dict(event.raw_input)
+            call.output = _content_text(event.content) or call.output
+            return call
+        if isinstance(event, AgentErrorEvent):
+            self._drop_draft(sid, steps)
+            message = Message("error", event.error, owner)
+            steps.append(message)
+            return message
+        if isinstance(event, (SubagentStartedEvent, SubagentFinishedEvent)) and owner is not None:
+            info = event.model_dump(exclude_none=True)
+            info.setdefault("status", "running")
+            owner.update(info)
+            return owner
+        if isinstance(event, ConversationStateUpdateEvent):
+            return self._state_update(event, owner)
+        return None
+
+    def apply_full_state(self, state: dict[str, Any]) -> None:
+        """A socket's first frame: the root's status and usage, and the sub-agent tree."""
+        self.status = state.get("status") or self.status
+        self.usage = _usage(state.get("usage")) or self.usage
+        self.apply_subagents(state.get("subagents") or [])
+
+    def apply_subagents(self, entries: list[dict[str, Any]]) -> None:
+        """Entries as ``GET .../subagents`` (and ``full_state``) list them."""
+        for entry in entries:
+            sid = entry["subagent_id"]
+            sub = self.subagents.get(sid) or self._add_subagent(
+                sid, entry.get("parent_tool_use_id"), entry.get("parent_subagent_id"), known_parent=True
+            )
+            sub.update(entry)
+
+    def _state_update(self, event: ConversationStateUpdateEvent, owner: Subagent | None) -> Node | None:
+        status = root_status(event)
+        if status is not None:
+            self.status = status
+        elif event.key == "usage" and isinstance(event.value, dict):
+            if owner is None:
+                self.usage = _usage(event.value)
+            else:
+                owner.update({"usage": event.value})
+                return owner
+        return None
+
+    def _stream_owner(self, event: Event) -> Subagent | None:
+        sid = event.subagent_id
+        if sid is None:
+            return None
+        sub = self.subagents.get(sid)
+        if sub is None:
+            started = isinstance(event, SubagentStartedEvent)
+            parent = event.parent_subagent_id if started else None  # type: ignore[attr-defined]
+            sub = self._add_subagent(sid, event.parent_tool_use_id, parent, known_parent=started)
+        return sub
+
+    def _add_subagent(
+        self, sid: str, parent_tool_use_id: str | None, parent_subagent_id: str | None, *, known_parent: bool
+    ) -> Subagent:
+        sub = Subagent(sid, parent_tool_use_id=parent_tool_use_id, parent_subagent_id=parent_subagent_id)
+        self.subagents[sid] = sub
+        call = self._find_call(parent_subagent_id, parent_tool_use_id, known_parent)
+        if call is not None:
+            self._attach(call, sub)
+        else:
+            self.waiting.append(sub)
+        return sub
+
+    def _find_call(self, parent_subagent_id: str | None, tool_call_id: str | None, known_parent: bool) -> ToolCall | None:
+        if tool_call_id is None:
+            return None
+        if known_parent and (parent_subagent_id, tool_call_id) in self._calls:
+            return self._calls[(parent_subagent_id, tool_call_id)]
+        return self._calls_by_id.get(tool_call_id)
+
+    def _call(self, owner: Subagent | None, tool_call_id: str, tool_name: str) -> ToolCall:
+        stream = owner.subagent_id if owner is not None else None
+        call = self._calls.get((stream, tool_call_id))
+        if call is not None:
+            return call
+        steps = owner.steps if owner is not None else self.steps
+        self._drop_draft(stream, steps)
+        call = ToolCall(tool_call_id, tool_name, owner)
+        self._calls[(stream, tool_call_id)] = call
+        self._calls_by_id[tool_call_id] = call
+        steps.append(call)
+        for sub in [s for s in self.waiting if s.parent_tool_use_id == tool_call_id]:
+            if sub.parent_subagent_id in (None, stream):
+                self.waiting.remove(sub)
+                self._attach(call, sub)
+        return call
+
+    @staticmethod
+    def _attach(call: ToolCall, sub: Subagent) -> None:
+        sub.call = call
+        call.subagents.append(sub)
+
+    def _drop_draft(self, stream: str | None, steps: list[Step]) -> None:
+        draft = self._drafts.pop(stream, None)
+        if draft is not None and draft in steps:
+            steps.remove(draft)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def call(self, tool_call_id: str) -> ToolCall | None:
+        """A tool call anywhere in the tree, by its id."""
+        return self._calls_by_id.get(tool_call_id)
+
+    def walk(self) -> Iterator[Node]:
+        """Every node, depth first, in the order a reader reads them (sub-agents whose call has
+        not arrived come last)."""
+
+        def steps(items: list[Step]) -> Iterator[Node]:
+            for step in list(items):
+                yield step
+                if isinstance(step, ToolCall):
+                    for sub in list(step.subagents):
+                        yield from subagent(sub)
+
+        def subagent(sub: Subagent) -> Iterator[Node]:
+            yield sub
+            yield from steps(sub.steps)
+
+        yield from steps(self.steps)
+        for sub in list(self.waiting):
+            yield from subagent(sub)
+
+    def outline(self) -> list[str]:
+        """The tree as indented plain text, one line a node."""
+        return ["  " * node.depth + describe(node) for node in self.walk()]
+
+
+def describe(node: Node) -> str:
+    """One line for a node: ``terminal echo hi: completed``, ``task-1 Echo subagent-a: running``."""
+    if isinstance(node, Subagent):
+        name = " ".join(part for part in (node.label, node.description or node.subagent_id) if part)
+        return f"{node.subagent_type} {name}: {node.status}"
+    if isinstance(node, ToolCall):
+        return f"{node.tool_name} {node.title}: {node.status}".replace("  ", " ")
+    return f"{node.role}: {node.text.strip()}"
+
+
+def call_title(arguments: dict[str, Any]) -> str:
+    """What a tool call does, in a few words: its command, description, path or message."""
+    title = next((arguments.get(k) for k in ("command", "description", "path", "message") if arguments.get(k)), "")
+    return str(title)
+
+
+def _content_text(content: list[Any] | None) -> str:
+    texts = []
+    for block in content or []:
+        inner = block.get("content") if isinstance(block, dict) else None
+        for part in (block, inner):
+            if isinstance(part, dict) and part.get("type") == "text" and part.get("text"):
+                texts.append(str(part["text"]))
+    return "\n".join(texts)
+
+
+def _usage(value: Any) -> Usage | None:
+    if isinstance(value, Usage):
+        return value
+    return Usage.model_validate(value) if isinstance(value, dict) else None
+
+
+def _total(usage: Usage | None) -> int:
+    if usage is None:
+        return -1
+    return usage.input_tokens + usage.output_tokens + usage.llm_calls
