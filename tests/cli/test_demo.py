@@ -12,11 +12,12 @@ from tests.servers import isolated_settings, taskwire_server
 REPO = Path(__file__).resolve().parents[2]
 
 
-async def run_cli(*args: str) -> tuple[int, str]:
+async def run_cli(*args: str, columns: str | None = "200") -> tuple[int, str]:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "server.cli", *args,
         cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
+        env={**env, "NO_COLOR": "1", **({"COLUMNS": columns} if columns else {})},
     )
     out, _ = await asyncio.wait_for(proc.communicate(), 120)
     return proc.returncode or 0, out.decode()
@@ -42,6 +43,14 @@ async def test_demo_prints_one_row_per_tool_event_with_subagent_rows_pointing_at
     echoed = {" ".join(r) for r in sub if "terminal:" in r}
     assert any("echo subagent-a" in line for line in echoed) and any("echo subagent-b" in line for line in echoed)
     assert {r[2] for r in table} <= {"in_progress", "completed", "failed", "cancelled", "pending"}
+
+
+async def test_piped_demo_rows_are_whole_not_cut_at_eighty_columns(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path, forward_subagent_events=True)) as server:
+        code, output = await run_cli("demo", "--url", server.url, columns=None)
+    assert code == 0, output
+    final = next(line for line in output.splitlines() if "finish -> Done" in line)
+    assert len(final) > 80 and final.endswith("finish -> Done: main-agent, subagent-a and subagent-b were all echoed.")
 
 
 async def test_demo_says_so_when_the_server_is_not_there() -> None:

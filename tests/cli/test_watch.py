@@ -63,6 +63,29 @@ async def test_watch_prints_the_tree_of_a_running_demo_and_exits_when_the_run_en
     assert indent_of(lines, "✓ finish All sub-agents are back.") == indent_of(lines, "✓ task Echo subagent-a")
 
 
+async def test_watch_keeps_the_token_total_of_a_live_run_equal_to_rest(tmp_path: Path) -> None:
+    gates = Gates(tmp_path / "gates")
+    async with taskwire_server(isolated_settings(tmp_path, forward_subagent_events=True)) as server:
+        info = await create(server, agent=scripted_agent(gated_subagents_script(gates)), initial_message="Go.")
+        watching = asyncio.create_task(watch_in_process(server.url, info["id"]))
+        await wait_for_subagents(server, info["id"], 2)  # the watcher connected while the run went on
+        gates.open("a", "b")
+        code, output = await watching
+        final = (await server.client.get(f"/api/conversations/{info['id']}")).json()
+    assert code == 0, output
+    usage = final["usage"]
+    assert usage["llm_calls"] == 2
+    assert f"{usage['input_tokens']} in / {usage['output_tokens']} out tokens" in output.splitlines()[0]
+
+
+async def wait_for_subagents(server, conversation_id: str, count: int) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(1200):
+        if len((await server.client.get(f"/api/conversations/{conversation_id}/subagents")).json()) >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the sub-agents never started")
+
+
 async def test_watch_draws_three_levels_and_needs_the_session_key(tmp_path: Path) -> None:
     settings = isolated_settings(tmp_path, forward_subagent_events=True, session_api_keys=[KEY])
     async with taskwire_server(settings) as server:
