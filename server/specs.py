@@ -71,7 +71,7 @@ ClaudePermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissi
 
 
 class ClaudeSDKAgentSpec(_Spec):
-    """Claude Code driven through the ``claude-agent-sdk`` package (see the README)."""
+    """Claude Code driven through the ``claude-agent-sdk`` package (see docs/claude-sdk.md)."""
 
     kind: Literal["claude_sdk"]
     model: str | None = None
