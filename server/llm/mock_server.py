@@ -6,8 +6,9 @@ Routes:
 - ``POST /v1/chat/completions`` (OpenAI chat completions), streaming or not
 - ``GET /script/status``: unused steps, failures and what was served (for tests)
 
-A request the script cannot answer (no lane matches, or its lane has no turn left) gets a
-400 naming the lane and turn, so real clients give up instead of retrying with back-off. An ``error``
+A request the script has no turn for (no lane matches, or its lane has no turn left) gets the
+plain unscripted reply, or, from a ``strict`` script, a 400 naming the lane and turn, so real
+clients give up instead of retrying with back-off. An ``error``
 turn gets its ``status`` (500 by default). Every request body can be logged, byte for byte as
 received, to a JSONL file: ``{"path", "query", "lane", "turn", "body"}`` a line.
 """

@@ -97,7 +97,7 @@ async def test_subagent_calls_reach_the_socket_stamped_with_their_agent_calls(
         body = {"agent": agent, "initial_message": "Run echo main-agent, then two sub-agents in parallel."}
         conversation_id, frames = await run_watched(server, body)
         assert frames[-1]["value"] == "finished", json.dumps(frames[-6:], indent=1)
-        assert mock.script.unused_steps() == [] and mock.script.failures == []
+        assert mock.script.unused_steps() == [] and mock.script.failures == [] == mock.script.unscripted
 
     calls = last_per_call(frames)
     assert set(calls) == {"toolu_main_0_0", "toolu_main_1_0", "toolu_main_1_1", "toolu_subagent-a_0_0", "toolu_subagent-b_0_0"}
@@ -146,7 +146,7 @@ async def test_native_task_to_claude_code_nests_three_levels(
         }
         conversation_id, frames = await run_watched(server, body)
         assert frames[-1]["value"] == "finished", json.dumps(frames[-6:], indent=1)
-        assert mock.script.unused_steps() == [] and mock.script.failures == []
+        assert mock.script.unused_steps() == [] and mock.script.failures == [] == mock.script.unscripted
 
     tree = {e["parent_tool_use_id"]: e for e in (await server.client.get(f"/api/conversations/{conversation_id}/subagents")).json()}
     claude = tree[TASK_CALL]

@@ -49,7 +49,7 @@ async def test_real_claude_code_two_parallel_subagents_watched_over_a_websocket(
             subagents = (await server.client.get(f"/api/conversations/{conversation}/subagents")).json()
             streams = {s["subagent_id"]: await all_events(server, s["subagent_id"]) for s in subagents}
             info = (await server.client.get(f"/api/conversations/{conversation}")).json()
-        assert mock.script.unused_steps() == [] and mock.script.failures == []
+        assert mock.script.unused_steps() == [] and mock.script.failures == [] == mock.script.unscripted
     assert claude_children() == []  # the CLI never outlives the server that ran it
 
     errors = [f for f in frames if f["kind"] == "AgentErrorEvent"]
@@ -150,7 +150,7 @@ async def test_native_agent_delegates_to_claude_code_whose_own_subagent_nests_un
                 frames = await frames_until_run_ends(ws)
             tree = (await server.client.get(f"/api/conversations/{conversation}/subagents")).json()
             leaf_events = await all_events(server, tree[-1]["subagent_id"]) if len(tree) == 2 else []
-        assert ("claude-main", 1) not in mock.script.unused_steps() and mock.script.failures == []
+        assert ("claude-main", 1) not in mock.script.unused_steps() and mock.script.failures == [] == mock.script.unscripted
     assert claude_children() == []
 
     assert frames[-1]["value"] == "finished", [f for f in frames if f["kind"] == "AgentErrorEvent"]

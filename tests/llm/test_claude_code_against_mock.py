@@ -61,7 +61,7 @@ def tool_results(lines: list[dict[str, Any]]) -> dict[str, tuple[str | None, Any
 
 
 def assert_played_to_the_end(mock: RunningMock) -> None:
-    assert mock.script.failures == []
+    assert mock.script.failures == [] == mock.script.unscripted
     assert all(entry["path"] == "/v1/messages" for entry in mock.requests())
 
 

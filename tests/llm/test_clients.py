@@ -119,8 +119,8 @@ async def test_error_turn_becomes_llm_error_with_status_and_reason(dialect: str,
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-async def test_exhausted_script_becomes_llm_error_naming_lane_and_turn(dialect: str, tmp_path: Path) -> None:
-    async with serve_mock(one_lane({"text": "only answer"}), tmp_path / "log.jsonl") as mock:
+async def test_exhausted_strict_script_becomes_llm_error_naming_lane_and_turn(dialect: str, tmp_path: Path) -> None:
+    async with serve_mock({**one_lane({"text": "only answer"}), "strict": True}, tmp_path / "log.jsonl") as mock:
         llm = mock.client(dialect)
         await llm.complete(ask("hi"))
         with pytest.raises(LLMError, match="HTTP 400.*script exhausted for lane main at turn 1"):

@@ -158,13 +158,13 @@ async def test_error_turn_answers_with_its_status_in_the_dialects_shape(tmp_path
     assert openai.json()["error"]["message"] == "scripted failure (lane main, turn 0): busy"
 
 
-async def test_script_status_reports_unused_steps_and_failures(tmp_path: Path) -> None:
+async def test_script_status_reports_unused_steps_and_failures_of_a_strict_script(tmp_path: Path) -> None:
     later = {**ANTHROPIC_BODY, "messages": [
         {"role": "user", "content": "hi"}, {"role": "assistant", "content": "a"},
         {"role": "user", "content": "b"}, {"role": "assistant", "content": "c"},
         {"role": "user", "content": "d"},
     ]}
-    async with serve_mock(SCRIPT, tmp_path / "log.jsonl") as mock, httpx.AsyncClient() as http:
+    async with serve_mock({**SCRIPT, "strict": True}, tmp_path / "log.jsonl") as mock, httpx.AsyncClient() as http:
         await http.post(f"{mock.url}/v1/messages", json=ANTHROPIC_BODY)
         refused = await http.post(f"{mock.url}/v1/messages", json=later)
         status = (await http.get(f"{mock.url}/script/status")).json()
@@ -172,5 +172,6 @@ async def test_script_status_reports_unused_steps_and_failures(tmp_path: Path) -
     assert status == {
         "unused": [{"lane": "main", "turn": 1}],
         "failures": ["script exhausted for lane main at turn 2"],
+        "unscripted": [],
         "served": [{"lane": "main", "turn": 0, "times": 1}],
     }

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from server.errors import LLMError
-from server.llm.script import Script, ScriptRequest, count_assistant_turns
+from server.llm.script import UNSCRIPTED_REPLY, Script, ScriptRequest, count_assistant_turns
 from tests.llm.conftest import DEMO
 
 SCRIPT = """
@@ -73,18 +73,31 @@ def test_tool_call_ids_are_derived_from_lane_turn_and_position_unless_given() ->
     assert script.select(request("Start"), id_prefix="call").tool_calls[0].id == "call_main_0_0"
 
 
-def test_extra_call_fails_loudly_and_is_recorded() -> None:
-    script = Script.load(SCRIPT)
+def test_a_strict_script_fails_an_extra_call_loudly_and_records_it() -> None:
+    script = Script.load("strict: true\n" + SCRIPT)
     with pytest.raises(LLMError, match="script exhausted for lane sub-a at turn 2"):
         script.select(request("Please do A.", turns=2))
     assert script.failures == ["script exhausted for lane sub-a at turn 2"]
 
 
-def test_request_without_a_matching_lane_fails_when_there_is_no_default() -> None:
-    script = Script.load({"lanes": [{"name": "only", "match": {"first_user_contains": "x"},
-                                     "turns": [{"text": "hi"}]}]})
+def test_a_strict_script_fails_a_request_no_lane_matches() -> None:
+    script = Script.load({"strict": True, "lanes": [{"name": "only", "match": {"first_user_contains": "x"},
+                                                      "turns": [{"text": "hi"}]}]})
     with pytest.raises(LLMError, match="no lane matches"):
         script.select(request("something else"))
+
+
+def test_by_default_a_request_without_a_turn_gets_a_plain_unscripted_reply() -> None:
+    script = Script.load(SCRIPT)
+    extra = script.select(request("Please do A.", turns=2))
+    stray = Script.load({"lanes": [{"name": "only", "match": {"first_user_contains": "x"}, "turns": [{"text": "hi"}]}]})
+    unmatched = stray.select(request("something else"))
+    for step in (extra, unmatched):
+        assert step.text == UNSCRIPTED_REPLY and step.tool_calls == [] and step.error is None
+        assert step.usage.llm_calls == 1
+    assert "OH_LLM_API" in UNSCRIPTED_REPLY
+    assert script.failures == [] and script.unscripted == ["script exhausted for lane sub-a at turn 2"]
+    assert stray.status()["unscripted"][0].startswith("no lane matches")
 
 
 def test_unused_steps_lists_what_was_never_served() -> None:

@@ -62,8 +62,8 @@ async def test_error_turn_raises_llm_error_with_the_scripted_reason() -> None:
         await llm.complete(ask("hi"))
 
 
-async def test_extra_call_raises_and_unused_steps_are_reported() -> None:
-    llm = ScriptedLLM(DEMO / "hello.yaml")
+async def test_extra_call_to_a_strict_script_raises_and_unused_steps_are_reported() -> None:
+    llm = ScriptedLLM("strict: true\n" + (DEMO / "hello.yaml").read_text())
     await llm.complete(ask("hi"))
     assert llm.unused_steps() == [("main", 1)]
     answered = ChatMessage(role="assistant", content="x")
