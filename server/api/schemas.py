@@ -21,8 +21,9 @@ class CreateConversation(BaseModel):
     workspace: str | None = None
     """A folder for the agent; default a fresh one under ``OH_WORKSPACE_PATH``."""
     initial_message: str | None = None
-    run: bool = True
-    """Start working on ``initial_message`` at once."""
+    run: bool | None = None
+    """Start working on ``initial_message`` at once (default: whenever there is one). A
+    conversation without a message is created ``idle``; ``run: true`` without one is a 400."""
 
 
 class SendMessage(BaseModel):

@@ -127,10 +127,9 @@ class Runtime:
         async with self.ownership.owning(conversation_id):
             host = await self.host(conversation_id)
             await host.emit_status_snapshot()
+            # A conversation works on a message: without one it stays idle whatever ``run`` says.
             if initial_message is not None:
                 await self.send_message(conversation_id, initial_message, run=run)
-            elif run:
-                await self.run(conversation_id)
         return host.record
 
     async def get(self, conversation_id: str) -> ConversationRecord:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from server.llm.mock_server import create_mock_app
+from server.llm.script import UNSCRIPTED_REPLY
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server, wait_for_status
 
@@ -69,6 +70,34 @@ async def test_unknown_conversation_is_404_everywhere(server: RunningServer) -> 
         assert response.status_code == 404, (method, path)
         assert response.json()["code"] == "conversation_not_found"
         assert "nope" in response.json()["detail"]
+
+
+async def test_a_conversation_created_with_nothing_is_idle_until_its_first_message(server: RunningServer) -> None:
+    info = await create(server)
+    assert info["status"] == "idle"
+    events = await all_events(server, info["id"])
+    assert [(e["kind"], e.get("value")) for e in events] == [("ConversationStateUpdateEvent", "idle")]
+    sent = await server.client.post(f"/api/conversations/{info['id']}/events", json={"content": "Run the demo."})
+    assert sent.status_code == 202
+    assert (await wait_for_status(server.client, info["id"], {"finished", "error"}))["status"] == "finished"
+
+
+async def test_run_true_without_a_message_is_a_400_and_creates_nothing(server: RunningServer) -> None:
+    response = await server.client.post("/api/conversations", json={"run": True})
+    assert response.status_code == 400
+    assert response.json()["code"] == "nothing_to_run" and "initial_message" in response.json()["detail"]
+    assert (await server.client.get("/api/conversations/count")).json() == 0
+
+
+async def test_a_follow_up_to_the_finished_demo_gets_a_scripted_reply_and_finishes(server: RunningServer) -> None:
+    info = await create(server, agent=scripted_agent(HELLO), initial_message="say hello")
+    await wait_for_status(server.client, info["id"], {"finished"})
+    await server.client.post(f"/api/conversations/{info['id']}/events", json={"content": "And now?"})
+    done = await wait_for_status(server.client, info["id"], {"finished", "error"})
+    events = await all_events(server, info["id"])
+    assert done["status"] == "finished"
+    assert not [e for e in events if e["kind"] == "AgentErrorEvent"]
+    assert [e for e in events if e["kind"] == "MessageEvent"][-1]["content"] == UNSCRIPTED_REPLY
 
 
 async def test_run_while_running_is_409(server: RunningServer, tmp_path: Path) -> None:

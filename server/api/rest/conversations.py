@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request, Response
 
 from server.api.schemas import ConversationInfo, ConversationPage, CreateConversation, SendMessage
+from server.errors import BadRequest
 from server.runtime import Runtime
 from server.store import ConversationRecord
 
@@ -23,13 +24,20 @@ async def _info(runtime: Runtime, record: ConversationRecord) -> ConversationInf
 
 @router.post("", status_code=201)
 async def create_conversation(body: CreateConversation, request: Request) -> ConversationInfo:
-    """Start a conversation; with ``initial_message`` and ``run`` it starts working at once."""
+    """Start a conversation; with ``initial_message`` it starts working on it at once (unless
+    ``run`` is false). Without a message it is created ``idle``: nothing to work on yet."""
+    if body.run and body.initial_message is None:
+        raise BadRequest(
+            "`run: true` needs an `initial_message`: a conversation works on a message "
+            "(or leave `run` out to create it idle and send one with POST .../events)",
+            code="nothing_to_run",
+        )
     runtime = _runtime(request)
     record = await runtime.create(
         body.agent.model_dump(exclude_none=True),
         workspace=body.workspace,
         initial_message=body.initial_message,
-        run=body.run,
+        run=body.run is not False,
     )
     return await _info(runtime, record)
 
