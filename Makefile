@@ -12,11 +12,14 @@ DEMO_SCRIPT ?= config/demo/two_subagents.yaml
 
 setup: $(VENV_STAMP)
 
+# Quiet unless it fails: the installer's output goes to .venv/install.log, shown on failure.
 $(VENV_STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $@
+	@echo "setting up .venv (first run, or pyproject.toml changed; about a minute)…"
+	@test -x $(PY) || { $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' && $(PYTHON) -m venv $(VENV); } \
+		|| { echo "cannot create .venv: taskwire needs Python >= 3.11 with venv (this is $$($(PYTHON) --version 2>&1); set PYTHON=...)"; exit 1; }
+	@PIP_DISABLE_PIP_VERSION_CHECK=1 $(PY) -m pip install --upgrade pip -e '.[test]' > $(VENV)/install.log 2>&1 \
+		|| { cat $(VENV)/install.log; echo "installing into .venv failed (log above, also in $(VENV)/install.log)"; exit 1; }
+	@touch $@
 
 # Claude Code (through claude-agent-acp) for the end-to-end tests, pinned in peers/package-lock.json.
 peers: $(PEERS_STAMP)
@@ -33,10 +36,10 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: browser tests will skip"
 
 run: setup
-	OH_FORWARD_SUBAGENT_EVENTS=$${OH_FORWARD_SUBAGENT_EVENTS:-true} \
+	@OH_FORWARD_SUBAGENT_EVENTS=$${OH_FORWARD_SUBAGENT_EVENTS:-true} \
 	OH_LLM_API=$${OH_LLM_API:-scripted} \
 	OH_LLM_SCRIPT=$${OH_LLM_SCRIPT:-$(DEMO_SCRIPT)} \
-	$(PY) -m server.cli serve
+	$(VENV)/bin/taskwire serve
 
 test: setup peers services browser
 	$(PY) -m pytest $(PYTEST_ARGS)

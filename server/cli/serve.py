@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
-
 from pathlib import Path
 
 from rich.console import Console
 
+from server.cli.banner import banner
 from server.settings import Settings
 
 err = Console(stderr=True, soft_wrap=True)  # commands stay whole, so they copy and paste
@@ -42,6 +42,7 @@ def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from server.api.app import create_app
+    from server.cli.listening import BannerServer, listen
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
     settings = Settings(**overrides)
@@ -55,17 +56,21 @@ def run_serve(args: argparse.Namespace) -> int:
     if problem is not None:
         err.print(f"[red]cannot open the store {settings.resolved_database_url().split('@')[-1]}:[/red] {problem}")
         return 2
-    base = f"http://{settings.host}:{settings.port}"
-    err.print(f"[bold]taskwire[/bold] on {base}  (docs: {base}/docs)")
-    err.print(f"  watch it in a browser:  {base}/")
-    err.print(f"  forwarding of sub-agent events: {'on' if settings.forward_subagent_events else 'off'}")
-    err.print(f"  LLM: {settings.llm_api} {settings.llm_script or settings.llm_model}")
-    err.print("  start a conversation:")
-    err.print(f"    curl -s -X POST {base}/api/conversations -H 'Content-Type: application/json' -d '{{\"initial_message\": \"go\"}}'")
-    err.print("  watch it live (with the id it returns):")
-    err.print(f"    taskwire watch <id> --url {base}     or     python -m websockets ws://{settings.host}:{settings.port}/sockets/events/<id>")
-    err.print(f"  or run the whole demo:  .venv/bin/taskwire demo --url {base}")
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio")
+    try:
+        # Bound before the app starts: "address already in use" is said before anything else.
+        listener = listen(settings.host, settings.port)
+    except OSError as exc:
+        err.print(f"[red]cannot listen on {settings.host}:{settings.port}:[/red] {exc.strerror or exc}. "
+                  "Is another server running there? Choose another port with --port or OH_PORT.")
+        return 2
+    config = uvicorn.Config(create_app(settings), log_level="warning", ws="websockets-sansio")
+    port = listener.getsockname()[1]
+
+    def announce() -> None:
+        for line in banner(settings, port):
+            err.print(line)
+
+    BannerServer(config, announce).run(sockets=[listener])
     return 0
 
 

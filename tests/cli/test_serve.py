@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import sys
 from pathlib import Path
+
+from tests.services import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,3 +32,58 @@ async def test_serve_refuses_a_public_address_without_an_api_key(tmp_path: Path)
 async def test_serve_refuses_a_database_it_cannot_open(tmp_path: Path) -> None:
     code, output = await serve("--port", "1", OH_DATABASE_URL="mysql://nowhere/db", OH_WORKSPACE_PATH=str(tmp_path))
     assert code != 0 and "OH_DATABASE_URL" in output
+
+
+async def read_until_banner(proc: asyncio.subprocess.Process) -> list[str]:
+    """stderr lines up to and including the banner's first line ("taskwire on ...")."""
+    assert proc.stderr is not None
+    lines = []
+    while True:
+        line = (await asyncio.wait_for(proc.stderr.readline(), 60)).decode()
+        assert line, f"the server exited before its banner: {lines}"
+        lines.append(line.rstrip("\n"))
+        if line.startswith("taskwire on "):
+            return lines
+
+
+async def test_the_banner_comes_once_the_port_accepts_connections_and_its_commands_run_as_printed(tmp_path: Path) -> None:
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "server.cli", "serve", "--port", str(port), cwd=REPO,
+        env={**clean, "COLUMNS": "300", "OH_WORKSPACE_PATH": str(tmp_path), "OH_SESSION_API_KEYS": '["k1"]'},
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        before = await read_until_banner(proc)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)  # listening as it says
+        writer.close()
+        await writer.wait_closed()
+        rest = [(await asyncio.wait_for(proc.stderr.readline(), 10)).decode().rstrip() for _ in range(7)]  # type: ignore[union-attr]
+    finally:
+        proc.terminate()
+        await proc.wait()
+    assert before == [f"taskwire on http://127.0.0.1:{port}  (API docs: http://127.0.0.1:{port}/docs)"]
+    text = "\n".join(rest)
+    assert "python -m websockets" not in text
+    curl = next(line for line in rest if "curl" in line)
+    assert "-H 'X-Session-API-Key: <key>'" in curl
+    watch = next(line.split() for line in rest if " watch <id>" in line)
+    assert watch[0] == ".venv/bin/taskwire" or watch[0] == "taskwire"
+    assert watch[-2:] == ["--api-key", "<key>"]
+    check = await asyncio.create_subprocess_exec(
+        *([str(REPO / watch[0])] if "/" in watch[0] else [watch[0]]), "watch", "--help", cwd=REPO,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert await check.wait() == 0
+
+
+async def test_a_port_in_use_is_said_before_any_banner(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, output = await serve("--port", str(port), OH_WORKSPACE_PATH=str(tmp_path))
+    assert code == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in output and "in use" in output
+    assert "taskwire on" not in output
