@@ -30,6 +30,8 @@ class LLMSpec(_Spec):
     api_key: str | None = None
     script: str | None = None
     """For ``scripted``: a path or inline YAML (see docs/scripted-llm.md)."""
+    pace: float | None = Field(default=None, ge=0, le=10)
+    """For ``scripted``: every turn waits at least this many seconds (demos a person watches)."""
 
 
 class NativeAgentSpec(_Spec):

@@ -28,9 +28,6 @@ SCENARIOS = {
 
 DEFAULT_SCENARIO = "two_subagents"
 
-PACED_MARK = "# taskwire demo: "
-"""First line of a paced (inline) scenario script, followed by the scenario's name."""
-
 router = APIRouter(tags=["demo"])
 
 
@@ -40,24 +37,13 @@ def scenario_script(name: str) -> Path:
 
 
 def scenario_request(name: str, pace: float = 0.0) -> dict[str, Any]:
-    """The ``POST /api/conversations`` body that starts scenario ``name``. With ``pace``, every
-    model turn waits that many seconds first (an inline copy of the script), so a person can
-    watch the run unfold; without, the script file runs as fast as it can."""
-    script = str(scenario_script(name)) if pace <= 0 else paced_script(name, pace)
-    return {
-        "agent": {"kind": "native", "llm": {"api": "scripted", "script": script}},
-        "initial_message": SCENARIOS[name],
-    }
-
-
-def paced_script(name: str, pace: float) -> str:
-    """Scenario ``name``'s script as inline YAML, each turn delayed by at least ``pace`` s. Its
-    first line names the scenario (``# taskwire demo: <name>``) for clients that label runs."""
-    spec = yaml.safe_load(scenario_script(name).read_text(encoding="utf-8"))
-    for lane in spec.get("lanes") or []:
-        for turn in lane.get("turns") or []:
-            turn["delay"] = max(float(turn.get("delay") or 0), pace)
-    return f"{PACED_MARK}{name}\n" + yaml.safe_dump(spec, sort_keys=False)
+    """The ``POST /api/conversations`` body that starts scenario ``name``: the script by its
+    file (so a conversation names its scenario, not a copy of it), and with ``pace`` every model
+    turn waiting that many seconds first, so a person can watch the run unfold."""
+    llm: dict[str, Any] = {"api": "scripted", "script": str(scenario_script(name))}
+    if pace > 0:
+        llm["pace"] = pace
+    return {"agent": {"kind": "native", "llm": llm}, "initial_message": SCENARIOS[name]}
 
 
 def _describe(path: Path) -> str:
@@ -80,7 +66,7 @@ async def list_demo_scenarios(
         if not path.is_file():
             continue  # an installed package without the repository's config/ folder
         description = await asyncio.to_thread(_describe, path)
-        body = await asyncio.to_thread(scenario_request, name, pace)
+        body = scenario_request(name, pace)
         scenarios.append({"name": name, "description": description, "request": body})
     default = DEFAULT_SCENARIO if any(s["name"] == DEFAULT_SCENARIO for s in scenarios) else None
     return {"available": bool(scenarios), "default": default, "scenarios": scenarios}

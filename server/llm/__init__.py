@@ -30,8 +30,8 @@ __all__ = [
 
 
 def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
-    """The LLM for ``config`` (``{"api", "model", "base_url", "api_key", "script"}``, any of
-    them omitted). Raises ``LLMError`` for an unknown ``api`` or a scripted model without a
+    """The LLM for ``config`` (``{"api", "model", "base_url", "api_key", "script", "pace"}``,
+    any of them omitted). Raises ``LLMError`` for an unknown ``api`` or a scripted model without a
     usable script."""
     merged = settings.llm_defaults()
     merged.update({k: v for k, v in (config or {}).items() if v is not None})
@@ -39,7 +39,7 @@ def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
     if api == "scripted":
         if not merged.get("script"):
             raise LLMError("the scripted LLM needs a script (llm.script or OH_LLM_SCRIPT)")
-        return ScriptedLLM(merged["script"])
+        return ScriptedLLM(merged["script"], pace=float(merged.get("pace") or 0))
     if api in ("openai", "anthropic"):
         client = OpenAILLM if api == "openai" else AnthropicLLM
         return client(

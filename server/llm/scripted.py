@@ -23,13 +23,16 @@ class ScriptedLLM:
     turn or an extra call raises ``LLMError``. Tool call ids default to
     ``call_<lane>_<turn>_<n>``."""
 
-    def __init__(self, script: Script | str | Path | Mapping[str, Any]) -> None:
+    def __init__(self, script: Script | str | Path | Mapping[str, Any], *, pace: float = 0.0) -> None:
         self.script = Script.load(script)
+        self.pace = pace
+        """Every answer waits at least this many seconds (a demo paced for a person)."""
 
     async def complete(self, request: LLMRequest, on_delta: OnDelta | None = None) -> LLMResponse:
         step = self.script.select(script_request(request), id_prefix="call")
-        if step.delay:
-            await asyncio.sleep(step.delay)
+        delay = max(step.delay, self.pace)
+        if delay:
+            await asyncio.sleep(delay)
         if step.error is not None:
             raise LLMError(f"scripted model failed (lane {step.lane}, turn {step.turn}): {step.error}")
         if on_delta is not None:

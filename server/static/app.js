@@ -12,12 +12,9 @@ const DEMO_PACE_S = 0.6;
 
 const $ = (id) => document.getElementById(id);
 
-/** The demo scenario a scripted conversation runs: its script file's name, or the name a paced
- * inline copy starts with ("# taskwire demo: <name>"); "" for anything else. */
+/** The demo scenario a scripted conversation runs: its script file's name; "" for anything else. */
 function scenarioName(script) {
   if (typeof script !== "string") return "";
-  const paced = script.match(/^# taskwire demo: (\w+)/);
-  if (paced) return paced[1];
   return script.endsWith(".yaml") && !script.includes("\n") ? script.split("/").pop().replace(/\.yaml$/, "") : "";
 }
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
-import yaml
 
 from tests.api.helpers import all_events
 from tests.servers import isolated_settings, taskwire_server, wait_for_status
@@ -41,15 +40,17 @@ async def test_demo_lists_the_scenarios_with_the_body_that_starts_each(tmp_path:
         info = await wait_for_status(server.client, created.json()["id"], {"finished", "error"})
         tree = (await server.client.get(f"/api/conversations/{info['id']}/subagents")).json()
         own = await all_events(server, info["id"])
+        listed = (await server.client.get("/api/conversations/search")).json()
         bad = await server.client.get("/api/demo", params={"pace": -1})
     assert demo["available"] is True and demo["default"] == "two_subagents"
     assert [s["name"] for s in demo["scenarios"]] == ["two_subagents", "nested", "hello"]
     first = demo["scenarios"][0]
     assert first["description"].startswith("The main agent runs a command")
     assert first["request"]["agent"]["llm"]["script"].endswith("config/demo/two_subagents.yaml")
-    script = two["request"]["agent"]["llm"]["script"]
-    assert script.startswith("# taskwire demo: two_subagents\n")
-    assert {turn["delay"] for lane in yaml.safe_load(script)["lanes"] for turn in lane["turns"]} == {0.2}
+    # Paced, the scenario is still named by its file: search results carry a name, not a script.
+    assert two["request"]["agent"]["llm"] == {"api": "scripted", "script": first["request"]["agent"]["llm"]["script"], "pace": 0.2}
+    assert info["agent"]["llm"]["script"].endswith("config/demo/two_subagents.yaml")
+    assert [c["agent"]["llm"] for c in listed["items"]] == [two["request"]["agent"]["llm"]]
     assert info["status"] == "finished"
     assert sorted(s["description"] for s in tree) == ["Echo subagent-a", "Echo subagent-b"]
     assert own[1]["content"] == "Run the demo: a command, then two sub-agents in parallel."

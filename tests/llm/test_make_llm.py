@@ -31,6 +31,8 @@ def test_scripted_model_takes_a_path_or_inline_yaml_or_the_settings_script() -> 
     assert from_settings.script.spec.lanes[0].name == "main"
     inline = make_llm({"script": "lanes:\n  - {name: solo, turns: [{text: hi}]}\n"}, settings)
     assert inline.script.spec.lanes[0].name == "solo"  # type: ignore[attr-defined]
+    paced = make_llm({"pace": 0.6}, settings)
+    assert (paced.pace, from_settings.pace) == (0.6, 0.0)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

@@ -129,3 +129,4 @@ async def test_native_demo_script_plays_to_the_end_with_no_step_left(
     assert sorted(log) == sorted(commands)
     assert llm.unused_steps() == []
     assert llm.script.failures == []
+

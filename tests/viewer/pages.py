@@ -56,6 +56,10 @@ class Viewer:
     def card_status(self, description: str) -> Locator:
         return self.card(description).locator(":scope > .card-head .badge")
 
+    def card_label(self, description: str) -> Locator:
+        """The card's per-tree name (``task-1``)."""
+        return self.card(description).locator(":scope > .card-head .subagent-label")
+
     def card_usage(self, description: str) -> Locator:
         return self.card(description).locator(":scope > .card-head .usage")
 

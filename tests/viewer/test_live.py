@@ -63,6 +63,9 @@ async def test_subagent_cards_fill_in_live_while_the_run_goes_on(browser: Browse
         await page.keyboard.press("Control+Enter")
         await viewer.wait_for_status("running")
         await expect_echoed_and_waiting(viewer, "a", "b")
+        # Labels arrive with the sub-agents' first events, not with the tree at the run's end.
+        await expect(viewer.card_label("Echo subagent-a")).to_have_text("task-1")
+        await expect(viewer.card_label("Echo subagent-b")).to_have_text("task-2")
         await expect(viewer.card("Echo subagent-a").locator(":scope > .card-head .cancel")).to_be_visible()
         gates.open("a")
         await expect(viewer.card_status("Echo subagent-a")).to_have_text("completed", timeout=WAIT_MS)
