@@ -15,12 +15,10 @@ from server.api.auth import require_api_key
 from server.api.errors import error_response, install_error_handlers
 from server.api import sockets, viewer
 from server.api.rest import conversations, events, health, subagents
+from server.api.services import hosted
 from server.api.webhooks import start_webhooks
-from server.bus import open_bus
 from server.hooks import Hooks
-from server.runtime import Runtime
 from server.settings import Settings
-from server.store import open_store
 from server.stream.limits import SubscriberLimit
 
 
@@ -30,28 +28,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        settings.workspace_path.mkdir(parents=True, exist_ok=True)
-        store = open_store(settings.resolved_database_url())
-        await store.open()
-        bus = open_bus(settings.redis_url)
-        await bus.start()
-        runtime = Runtime(settings, store, bus, app.state.hooks)
-        app.state.store, app.state.bus, app.state.runtime = store, bus, runtime
-        await runtime.recover()
-        runtime.start()
-        extensions = await _start_extensions(app)
-        # What is alive now (imported code, the app) lives as long as the process: keep the
-        # cyclic collector from walking it again on every full collection. Those walks cost
-        # ~50 ms each and came every few thousand events.
-        gc.freeze()
-        try:
-            yield
-        finally:
-            for stop in reversed(extensions):
-                await stop()
-            await runtime.close()
-            await bus.close()
-            await store.close()
+        async with hosted(settings, app.state.hooks) as services:
+            app.state.store, app.state.bus, app.state.runtime = services.store, services.bus, services.runtime
+            extensions = await _start_extensions(app)
+            # What is alive now (imported code, the app) lives as long as the process: keep the
+            # cyclic collector from walking it again on every full collection. Those walks cost
+            # ~50 ms each and came every few thousand events.
+            gc.freeze()
+            try:
+                yield
+            finally:
+                for stop in reversed(extensions):
+                    await stop()
 
     app = FastAPI(
         title="taskwire",

@@ -96,23 +96,9 @@ async def serve_events(
     listening = state.bus.subscribe(root_id, maxsize=settings.ws_queue_size) if fed else contextlib.nullcontext()
     async with listening as subscription:
         # Subscribed before anything is read: what is published from now on is queued, what
-        # came before is in the store, and the stream drops the overlap. The tree is read
-        # after the log's end, so it holds every sub-agent started up to that end.
-        log_end = await store.last_seq(root_id)
-        tree = [SubagentNode.from_conversation(r) for r in await store.tree(root_id) if not r.is_root]
+        # came before is in the store, and the stream drops the overlap.
+        stream = await open_stream(store, settings, conversation, params)
         full_state = await state.runtime.full_state(conversation.id)
-        stream = EventStream(
-            root_id,
-            after_seq=params.start_after(log_end),
-            snapshot_seq=log_end,
-            subagents=params.subagents,
-            parent_tool_use_id=params.parent_tool_use_id,
-            scope_subagent_id=scope,
-            schema=params.event_schema,  # type: ignore[arg-type]
-            forwarding=settings.forward_subagent_events,
-            tree=tree,
-            max_pending=settings.ws_queue_size,
-        )
         lock = asyncio.Lock()
 
         async def send(frames: list[str]) -> None:
@@ -135,6 +121,27 @@ async def serve_events(
             log.error("event socket for %s failed", conversation.id, exc_info=error)
             return WS_1011_INTERNAL_ERROR, "internal error; see the server log"
     return outbound.result() if outbound in done else (1000, "")
+
+
+async def open_stream(store: Store, settings: Settings, conversation: ConversationRecord, params: StreamParams) -> EventStream:
+    """The ``EventStream`` of one subscriber of ``conversation``, once its bus subscription (if
+    any) is entered. The tree is read after the log's end, so it holds every sub-agent started
+    up to that end."""
+    root_id = conversation.root_id
+    log_end = await store.last_seq(root_id)
+    tree = [SubagentNode.from_conversation(r) for r in await store.tree(root_id) if not r.is_root]
+    return EventStream(
+        root_id,
+        after_seq=params.start_after(log_end),
+        snapshot_seq=log_end,
+        subagents=params.subagents,
+        parent_tool_use_id=params.parent_tool_use_id,
+        scope_subagent_id=None if conversation.is_root else conversation.id,
+        schema=params.event_schema,  # type: ignore[arg-type]
+        forwarding=settings.forward_subagent_events,
+        tree=tree,
+        max_pending=settings.ws_queue_size,
+    )
 
 
 async def pump(stream: EventStream, subscription: Subscription | None, store: Store, send: Send) -> tuple[int, str]:

@@ -1,0 +1,111 @@
+#!/usr/bin/env node
+// A real ACP client: the official SDK's client app (@agentclientprotocol/sdk) drives an agent it
+// spawns, step by step, and prints everything it sees as JSON lines on stdout.
+//
+//   node drive.mjs PLAN.json -- COMMAND [ARGS...]
+//
+// PLAN.json: {"steps": [{"op": "initialize"}, {"op": "new", "cwd": "/abs", "meta": {...}},
+//   {"op": "prompt", "text": "...", "cancel_on": {"match": {...}, "count": 1}},
+//   {"op": "load", "cwd": "/abs"}, {"op": "list"}]}
+// `new` remembers the session id; later steps use it unless they name `session`.
+// `cancel_on` sends session/cancel once `count` updates matched `match` (a deep subset).
+//
+// Output lines: {"kind": "raw", "params"} for every session/update as it came off the wire,
+// {"kind": "update", "step", "params"} for every one the SDK validated and handed over,
+// {"kind": "result"|"error", "step", "op", ...} per step, {"kind": "sdk_error", "message"}
+// for anything the SDK complained about (an update it rejected), {"kind": "exit", "code"}.
+
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const separator = process.argv.indexOf("--");
+if (separator < 0 || separator + 1 >= process.argv.length) {
+  process.stderr.write("usage: node drive.mjs PLAN.json -- COMMAND [ARGS...]\n");
+  process.exit(2);
+}
+const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const [command, ...args] = process.argv.slice(separator + 1);
+const print = (line) => process.stdout.write(JSON.stringify(line) + "\n");
+
+// The SDK reports a notification it cannot parse with console.error and drops it.
+console.error = (...parts) => print({ kind: "sdk_error", message: parts.map((p) => (typeof p === "string" ? p : JSON.stringify(p))).join(" ") });
+
+const child = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] });
+const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal)));
+const wire = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+const tap = new TransformStream({
+  transform(message, controller) {
+    if (message.method === "session/update") print({ kind: "raw", params: message.params });
+    controller.enqueue(message);
+  },
+});
+const stream = { writable: wire.writable, readable: wire.readable.pipeThrough(tap) };
+
+function matches(value, pattern) {
+  if (pattern === null || typeof pattern !== "object") return value === pattern;
+  if (value === null || typeof value !== "object") return false;
+  return Object.entries(pattern).every(([key, expected]) => matches(value[key], expected));
+}
+
+let step = -1;
+let sessionId = null;
+let cancel = null; // {match, count, seen, sent}
+
+const app = acp
+  .client({ name: "taskwire-test-client" })
+  .onNotification(acp.methods.client.session.update, async ({ params, agent }) => {
+    print({ kind: "update", step, params });
+    if (cancel && !cancel.sent && matches(params.update, cancel.match) && ++cancel.seen >= (cancel.count ?? 1)) {
+      cancel.sent = true;
+      print({ kind: "cancel", step, sessionId: params.sessionId });
+      await agent.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
+    }
+  })
+  .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+    print({ kind: "permission", step, params });
+    return { outcome: { outcome: "cancelled" } };
+  });
+
+async function run(ctx, entry) {
+  const session = entry.session ?? sessionId;
+  switch (entry.op) {
+    case "initialize":
+      return ctx.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+        clientInfo: { name: "taskwire-test-client", version: "0" },
+      });
+    case "new": {
+      const result = await ctx.request(acp.methods.agent.session.new, {
+        cwd: entry.cwd, mcpServers: [], ...(entry.meta ? { _meta: entry.meta } : {}),
+      });
+      sessionId = result.sessionId;
+      return result;
+    }
+    case "prompt":
+      cancel = entry.cancel_on ? { ...entry.cancel_on, seen: 0, sent: false } : null;
+      return ctx.request(acp.methods.agent.session.prompt, { sessionId: session, prompt: [{ type: "text", text: entry.text }] });
+    case "load":
+      return ctx.request(acp.methods.agent.session.load, { sessionId: session, cwd: entry.cwd, mcpServers: [] });
+    case "list":
+      return ctx.request(acp.methods.agent.session.list, entry.cwd ? { cwd: entry.cwd } : {});
+    default:
+      throw new Error(`unknown op ${entry.op}`);
+  }
+}
+
+await app.connectWith(stream, async (ctx) => {
+  for (const [index, entry] of plan.steps.entries()) {
+    step = index;
+    try {
+      print({ kind: "result", step, op: entry.op, result: await run(ctx, entry) });
+    } catch (error) {
+      print({ kind: "error", step, op: entry.op, error: { code: error.code, message: error.message, data: error.data } });
+      if (entry.stop_on_error !== false) break;
+    }
+  }
+});
+child.stdin.end();
+print({ kind: "exit", code: await exited });

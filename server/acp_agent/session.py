@@ -1,0 +1,188 @@
+"""One ACP session: a root conversation, its feed through the projection, its prompt turns.
+
+The feed runs for the session's life (from ``session/new`` or the end of ``session/load``'s
+replay): every event goes through the ``ACPProjection`` and every update it makes is sent as a
+``session/update`` in order. A prompt turn records the log's end, sends the message, and waits
+for the projection's ``RunEnded`` past that point; the updates of the run all went out before
+it, so the prompt's answer comes last, as ACP wants.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp import RequestError
+from acp.interfaces import Client
+from acp.schema import PromptResponse, SessionNotification
+from acp.schema import Usage as ACPUsage
+from pydantic import ValidationError
+
+from server.acp.projection import ACPProjection
+from server.acp.updates import RunEnded, Update
+from server.acp_agent.base import Conversations
+from server.errors import TaskwireError
+from server.events import Usage
+
+log = logging.getLogger(__name__)
+
+CANCEL_REASON = "the turn was cancelled"
+
+
+@dataclass(slots=True)
+class Turn:
+    """One ``session/prompt`` in flight."""
+
+    after_seq: int
+    """The log's end before the prompt was sent: the run that ends past it is this turn's."""
+    ended: asyncio.Future[RunEnded] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    sent: bool = False
+    cancel_requested: bool = False
+
+    def end(self, result: RunEnded) -> None:
+        if not self.ended.done():
+            self.ended.set_result(result)
+
+    def fail(self, error: BaseException) -> None:
+        if not self.ended.done():
+            self.ended.set_exception(error)
+
+
+class AgentSession:
+    """The ACP session ``session_id`` (a root conversation's id) on one client connection."""
+
+    def __init__(self, session_id: str, conversations: Conversations, client: Client, projection: ACPProjection) -> None:
+        self.id = session_id
+        self.conversations = conversations
+        self.client = client
+        self.projection = projection
+        self._last_seq = 0
+        self._turn: Turn | None = None
+        self._feed: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        """Held while one batch of events is projected and sent, so updates never interleave."""
+
+    # -- the feed ---------------------------------------------------------------------------
+
+    async def replay(self) -> int:
+        """Send the stored log as updates (``session/load``); returns the last ``seq`` sent."""
+        async for page in self.conversations.history(self.id):
+            await self.take(page, replaying=True)
+        return self._last_seq
+
+    def start(self, after_seq: int) -> None:
+        """Follow the conversation live from ``after_seq``."""
+        self._last_seq = max(self._last_seq, after_seq)
+        self._feed = asyncio.create_task(self._follow(), name=f"acp feed {self.id}")
+
+    async def _follow(self) -> None:
+        try:
+            await self.conversations.follow(self.id, self._last_seq, self.take, self.projection.resumed)
+        except asyncio.CancelledError:
+            raise
+        except TaskwireError as exc:
+            log.warning("session %s: the feed stopped: %s", self.id, exc.detail)
+            if self._turn is not None:
+                self._turn.fail(exc)
+        except Exception as exc:  # our bug: the prompt learns of it instead of hanging
+            log.exception("session %s: the feed failed", self.id)
+            if self._turn is not None:
+                self._turn.fail(exc)
+
+    async def take(self, events: list[dict[str, Any]], *, replaying: bool = False) -> None:
+        """Project a batch of events (in order) and send what it makes."""
+        async with self._lock:
+            for event in events:
+                seq = event.get("seq")
+                if seq is not None:
+                    if seq <= self._last_seq:
+                        continue  # seen (a replay's end and the feed's start may overlap)
+                    self._last_seq = seq
+                for output in self.projection.receive(event, replaying=replaying):
+                    if isinstance(output, Update):
+                        await self._send(output)
+                    elif self._turn is not None and output.seq > self._turn.after_seq:
+                        self._turn.end(output)
+
+    async def _send(self, update: Update) -> None:
+        try:
+            notification = SessionNotification.model_validate({"sessionId": self.id, "update": update.payload})
+        except ValidationError:  # a mapping bug: one update lost is better than a dead session
+            log.exception("session %s: an update does not validate: %r", self.id, update.payload)
+            return
+        await self.client.session_update(session_id=self.id, update=notification.update)
+
+    async def close(self) -> None:
+        """Stop following (the conversation itself goes on, or stops with the host)."""
+        if self._feed is not None:
+            self._feed.cancel()
+            await asyncio.gather(self._feed, return_exceptions=True)
+        if self._turn is not None:
+            self._turn.fail(RequestError.internal_error({"detail": "the session was closed"}))
+
+    # -- prompt turns -----------------------------------------------------------------------
+
+    async def prompt(self, text: str) -> PromptResponse:
+        """Run one turn to its end. ``end_turn`` when the run finished, ``cancelled`` after
+        ``session/cancel`` (or when the run was stopped elsewhere), ``max_turn_requests`` when
+        it ran out of iterations; a run that failed is a JSON-RPC error with its reason."""
+        if self._turn is not None:
+            raise RequestError.invalid_request({"detail": "a prompt is already running in this session"})
+        before = await self.conversations.info(self.id)
+        used_before = await self.conversations.tree_usage(self.id)
+        turn = self._turn = Turn(before.last_seq)
+        try:
+            self.projection.expect_prompt(text)
+            await self.conversations.send(self.id, text)
+            turn.sent = True
+            if turn.cancel_requested:
+                await self._interrupt(turn)
+            ended = await turn.ended
+        finally:
+            self._turn = None
+        usage = _turn_usage(used_before, await self.conversations.tree_usage(self.id))
+        if turn.cancel_requested or ended.status == "paused":
+            return PromptResponse(stop_reason="cancelled", usage=usage)
+        if ended.status == "finished":
+            return PromptResponse(stop_reason="end_turn", usage=usage)
+        if ended.code == "max_iterations":
+            return PromptResponse(stop_reason="max_turn_requests", usage=usage)
+        raise RequestError(-32603, ended.error or "the run failed", {"code": ended.code or "run_failed"})
+
+    async def cancel(self) -> None:
+        """``session/cancel``: interrupt the run; the prompt then answers ``cancelled``."""
+        turn = self._turn
+        if turn is None or turn.cancel_requested:
+            return
+        turn.cancel_requested = True
+        if turn.sent:
+            await self._interrupt(turn)
+
+    async def _interrupt(self, turn: Turn) -> None:
+        try:
+            await self.conversations.interrupt(self.id)
+        except TaskwireError as exc:
+            # taskwire cannot be reached: the editor's turn ends now all the same, with every
+            # call it was shown closed by the closing rule.
+            log.warning("session %s: could not interrupt the run: %s", self.id, exc.detail)
+            async with self._lock:
+                for update in self.projection.close_open(CANCEL_REASON):
+                    await self._send(update)
+            turn.end(RunEnded(self._last_seq, "paused"))
+
+
+def _turn_usage(before: Usage, after: Usage) -> ACPUsage | None:
+    """The tokens a turn used across the tree (ACP's unstable ``PromptResponse.usage``)."""
+    input_tokens = max(after.input_tokens - before.input_tokens, 0)
+    output_tokens = max(after.output_tokens - before.output_tokens, 0)
+    cached = max(after.cache_read_tokens - before.cache_read_tokens, 0)
+    if not (input_tokens or output_tokens or cached):
+        return None
+    return ACPUsage(
+        total_tokens=input_tokens + output_tokens + cached,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_read_tokens=cached,
+    )
