@@ -6,9 +6,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 PEERS_STAMP := peers/node_modules/.installed
+ACP_CLIENT_STAMP := clients/acp/node_modules/.installed
 DEMO_SCRIPT ?= config/demo/two_subagents.yaml
 
-.PHONY: run test bench setup peers services browser clean
+.PHONY: run test bench setup peers acp-client services browser clean
 
 setup: $(VENV_STAMP)
 
@@ -28,6 +29,13 @@ $(PEERS_STAMP): peers/package.json peers/package-lock.json
 	cd peers && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# The official ACP SDK's client, which drives `taskwire acp` in the tests; pinned in clients/acp/package-lock.json.
+acp-client: $(ACP_CLIENT_STAMP)
+
+$(ACP_CLIENT_STAMP): clients/acp/package.json clients/acp/package-lock.json
+	cd clients/acp && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 services:
 	@scripts/ensure-services.sh
 
@@ -41,11 +49,11 @@ run: setup
 	OH_LLM_SCRIPT=$${OH_LLM_SCRIPT:-$(DEMO_SCRIPT)} \
 	$(VENV)/bin/taskwire serve
 
-test: setup peers services browser
+test: setup peers acp-client services browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup services
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) peers/node_modules workspace .pytest_cache
+	rm -rf $(VENV) peers/node_modules clients/acp/node_modules workspace .pytest_cache

@@ -80,6 +80,8 @@ class ACPProjection:
         self.context_window = context_window
         self._calls: dict[str, _Call] = {}
         self._peer_seen: set[str] = set()
+        self._closed_by_rule: set[str] = set()
+        """Calls ``close_open`` closed: a result that still comes corrects them, never restarts them."""
         self._spawning: set[str] = set()
         self._finishing: set[str] = set()
         self._lanes: dict[str | None, _Lane] = {}
@@ -127,6 +129,7 @@ class ACPProjection:
         updates = []
         for call_id in reversed(list(self._calls)):
             call = self._calls.pop(call_id)
+            self._closed_by_rule.add(call_id)
             status = closing_status(call.ran)
             content = [*(call.content or []), text_block(closing_text(call.ran, reason))]
             payload = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": wire_status(status),
@@ -209,6 +212,9 @@ class ACPProjection:
         arguments = event.get("arguments") if isinstance(event.get("arguments"), dict) else {}
         if not isinstance(call_id, str) or not call_id or call_id in self._calls:
             return outputs
+        # A native response's text is stored before its calls: what streamed and was not
+        # stored (a thought-less response) is over.
+        self._lane(event).streamed = ""
         if name == "finish":
             # The run's final answer: text, not a tool call.
             self._finishing.add(call_id)
@@ -235,12 +241,13 @@ class ACPProjection:
             return []
         outputs: list[Output] = []
         call = self._calls.pop(call_id, None)
-        if call is None:  # its start came before this session's feed: show it whole
+        if call is None:
             name = event.get("tool_name") or ""
             view = native_call(name, {}, None)
             call = _Call(merge_meta(stamp_meta(event), view.meta, {"taskwire": {"toolName": name}}))
-            outputs.append(self._start(event, call_id, call, {"title": view.title, "kind": view.kind}))
-            self._calls.pop(call_id)
+            if call_id not in self._closed_by_rule:  # its start came before this feed: show it whole
+                outputs.append(self._start(event, call_id, call, {"title": view.title, "kind": view.kind}))
+                self._calls.pop(call_id)
         status = event.get("status") or ("failed" if event.get("is_error") else "completed")
         text = event.get("content") if isinstance(event.get("content"), str) else ""
         content = [*(call.content or [])] if call.keep_content else []

@@ -100,9 +100,18 @@ class NativeBackend:
         self.messages.append(ChatMessage(role="assistant", content=response.text, tool_calls=calls))
         started: set[str] = set()
         results: dict[str, ToolResult] = {}
+        running = [asyncio.ensure_future(self._run_one(host, call, started, results)) for call in calls]
         try:
-            await asyncio.gather(*(self._run_one(host, call, started, results) for call in calls))
+            await asyncio.gather(*running)
         except asyncio.CancelledError:
+            # gather gives up at the first call that ends cancelled; the others may still be
+            # closing their own work (a sub-agent finishing its sub-agents). Wait for every
+            # one, so nothing of this response is recorded after the run's end. A call already
+            # being cancelled is not cancelled twice: that would cut its own clean-up short.
+            for task in running:
+                if not task.done() and not task.cancelling():
+                    task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
             await self._close_unfinished(host, calls, started, results)
             raise
         finally:

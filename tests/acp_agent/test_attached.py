@@ -1,0 +1,83 @@
+"""``taskwire acp --url``: the editor's session runs on a real ``taskwire serve``; a server that
+dies mid-run and comes back costs the editor no update and repeats none."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tests.acp_agent.helpers import TASKWIRE_ACP, by_call, drive, final_status, same_updates, stamp
+from tests.servers import ServerProcess
+
+SCRIPT = json.dumps({"lanes": [
+    {"name": "subb", "match": {"first_user_ends_with": "Echo, then sleep."}, "turns": [
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo before the sleep"}}]},
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "sleep 15"}}]},
+        {"text": "never reached"}]},
+    {"name": "main", "turns": [
+        {"text": "First a command.", "tool_calls": [{"name": "terminal", "arguments": {"command": "echo main-agent"}}]},
+        {"tool_calls": [{"name": "task", "arguments": {"description": "Sleep in B", "prompt": "Echo, then sleep."}}]},
+        {"text": "Picked up after the restart."}]},
+]})
+SLEEPING = {"sessionUpdate": "tool_call", "rawInput": {"command": "sleep 15"}}
+
+
+def _matches(value: Any, pattern: Any) -> bool:
+    if not isinstance(pattern, dict):
+        return value == pattern
+    return isinstance(value, dict) and all(_matches(value.get(k), v) for k, v in pattern.items())
+
+
+async def test_attached_session_survives_a_server_restart_mid_run(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
+    env.update(OH_FORWARD_SUBAGENT_EVENTS="true", OH_LLM_API="scripted", OH_LLM_SCRIPT=str(script),
+               OH_CONFIG_FILE=str(tmp_path / "none.toml"))
+    server = ServerProcess("served", tmp_path, env)
+    await server.start()
+    restarted = False
+
+    async def restart_while_b_sleeps(line: dict[str, Any]) -> None:
+        nonlocal restarted
+        if line["kind"] == "update" and not restarted and _matches(line["params"]["update"], SLEEPING):
+            restarted = True
+            await server.kill()  # a crash: no goodbye on the socket, the run dies with the process
+            await server.start()
+
+    project = str(tmp_path / "project")
+    steps = [
+        {"op": "initialize"},
+        {"op": "new", "cwd": project},
+        {"op": "prompt", "text": "Go."},
+        {"op": "prompt", "text": "Continue."},
+        {"op": "load", "cwd": project},
+    ]
+    client_env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
+    try:
+        transcript = await drive(steps, env=client_env, folder=tmp_path, command=[*TASKWIRE_ACP, "--url", server.url],
+                                 on_line=restart_while_b_sleeps)
+    finally:
+        await server.stop()
+        await server.client.aclose()
+    assert restarted
+    # The restart stopped the run (the new process found it running and paused it): cancelled.
+    assert transcript.result(2)["stopReason"] == "cancelled"
+    assert transcript.result(3)["stopReason"] == "end_turn"
+    assert transcript.sdk_errors == []
+
+    live = transcript.updates(2) + transcript.updates(3)
+    calls = by_call(live)
+    for call_id, updates in calls.items():
+        assert [u["sessionUpdate"] for u in updates].count("tool_call") == 1, call_id  # nothing twice
+        assert updates[0]["sessionUpdate"] == "tool_call"
+    statuses = final_status(calls)
+    sleeping = next(c for c, u in calls.items() if u[0].get("rawInput") == {"command": "sleep 15"})
+    task = next(c for c, u in calls.items() if u[0]["kind"] == "other")
+    assert statuses[sleeping] == statuses[task] == "failed"  # closed by the restarted server, honestly
+    assert stamp(calls[sleeping][-1])[0] == task
+    assert [s for c, s in statuses.items() if c not in (sleeping, task)] == ["completed", "completed"]
+    # Nothing lost, nothing repeated: the live session showed exactly what the store replays.
+    same_updates(live, transcript.updates(4))
