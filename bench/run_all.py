@@ -20,6 +20,7 @@ FULL = [
     ["forwarding.py"],
     ["scaleout.py"],
     ["viewer.py"],
+    ["acp_load.py", "--events", "100000"],
 ]
 QUICK = [
     ["store.py", "--sizes", "10000,100000"],
@@ -28,6 +29,7 @@ QUICK = [
     ["forwarding.py", "--repeat", "1"],
     ["scaleout.py", "--events", "100000"],
     ["viewer.py", "--runs", "1"],
+    ["acp_load.py", "--events", "10000"],
 ]
 
 

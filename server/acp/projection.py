@@ -108,8 +108,9 @@ class ACPProjection:
         handler = self._handlers.get(event.get("kind", ""))
         return handler(event, replaying) if handler is not None else []
 
-    def expect_prompt(self, text: str) -> None:
-        """The next root user message with this text is the client's own prompt: not echoed."""
+    def expect_prompt(self, text: str | None) -> None:
+        """The next root user message with this text is the client's own prompt: not echoed
+        (``None``: expect none)."""
         self._prompt = text
 
     def resumed(self) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from acp import RequestError
 from acp.interfaces import Client
-from acp.schema import PromptResponse, SessionNotification
+from acp.schema import PromptResponse
 from acp.schema import Usage as ACPUsage
 from pydantic import ValidationError
 
@@ -61,6 +61,8 @@ class AgentSession:
         self._last_seq = 0
         self._turn: Turn | None = None
         self._feed: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+        """Why the feed stopped for good (the conversation was deleted, the key refused)."""
         self._lock = asyncio.Lock()
         """Held while one batch of events is projected and sent, so updates never interleave."""
 
@@ -82,14 +84,19 @@ class AgentSession:
             await self.conversations.follow(self.id, self._last_seq, self.take, self.projection.resumed)
         except asyncio.CancelledError:
             raise
+        except ConnectionError:
+            log.info("session %s: the client is gone", self.id)
         except TaskwireError as exc:
             log.warning("session %s: the feed stopped: %s", self.id, exc.detail)
-            if self._turn is not None:
-                self._turn.fail(exc)
+            self._stopped(exc)
         except Exception as exc:  # our bug: the prompt learns of it instead of hanging
             log.exception("session %s: the feed failed", self.id)
-            if self._turn is not None:
-                self._turn.fail(exc)
+            self._stopped(RequestError.internal_error({"detail": f"the session's feed failed: {exc!r}"}))
+
+    def _stopped(self, failure: BaseException) -> None:
+        self._failure = failure
+        if self._turn is not None:
+            self._turn.fail(failure)
 
     async def take(self, events: list[dict[str, Any]], *, replaying: bool = False) -> None:
         """Project a batch of events (in order) and send what it makes."""
@@ -108,11 +115,11 @@ class AgentSession:
 
     async def _send(self, update: Update) -> None:
         try:
-            notification = SessionNotification.model_validate({"sessionId": self.id, "update": update.payload})
+            # The package validates the payload into its model as it builds the notification:
+            # once, not twice (a replay sends tens of thousands).
+            await self.client.session_update(session_id=self.id, update=update.payload)  # type: ignore[arg-type]
         except ValidationError:  # a mapping bug: one update lost is better than a dead session
             log.exception("session %s: an update does not validate: %r", self.id, update.payload)
-            return
-        await self.client.session_update(session_id=self.id, update=notification.update)
 
     async def close(self) -> None:
         """Stop following (the conversation itself goes on, or stops with the host)."""
@@ -130,12 +137,18 @@ class AgentSession:
         it ran out of iterations; a run that failed is a JSON-RPC error with its reason."""
         if self._turn is not None:
             raise RequestError.invalid_request({"detail": "a prompt is already running in this session"})
+        if self._failure is not None:
+            raise self._failure  # nothing would tell this turn's end
         before = await self.conversations.info(self.id)
         used_before = await self.conversations.tree_usage(self.id)
         turn = self._turn = Turn(before.last_seq)
         try:
             self.projection.expect_prompt(text)
-            await self.conversations.send(self.id, text)
+            try:
+                await self.conversations.send(self.id, text)
+            except BaseException:
+                self.projection.expect_prompt(None)  # it was never recorded: nothing to hide
+                raise
             turn.sent = True
             if turn.cancel_requested:
                 await self._interrupt(turn)

@@ -3,13 +3,14 @@ dies mid-run and comes back costs the editor no update and repeats none."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-from tests.acp_agent.helpers import TASKWIRE_ACP, by_call, drive, final_status, same_updates, stamp
-from tests.servers import ServerProcess
+from tests.acp_agent.helpers import SCRIPTS, TASKWIRE_ACP, by_call, drive, final_status, same_updates, stamp
+from tests.servers import ServerProcess, isolated_settings, taskwire_server
 
 SCRIPT = json.dumps({"lanes": [
     {"name": "subb", "match": {"first_user_ends_with": "Echo, then sleep."}, "turns": [
@@ -81,3 +82,23 @@ async def test_attached_session_survives_a_server_restart_mid_run(tmp_path: Path
     assert [s for c, s in statuses.items() if c not in (sleeping, task)] == ["completed", "completed"]
     # Nothing lost, nothing repeated: the live session showed exactly what the store replays.
     same_updates(live, transcript.updates(4))
+
+
+async def test_attached_mode_uses_the_servers_key_and_refuses_a_wrong_one(tmp_path: Path) -> None:
+    settings = isolated_settings(tmp_path, session_api_keys=["the-key"], forward_subagent_events=True,
+                                 llm_script=str(SCRIPTS / "two_and_nested.yaml"))
+    client_env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
+    async with taskwire_server(settings) as server:
+        refused = await asyncio.create_subprocess_exec(
+            *TASKWIRE_ACP, "--url", server.url, "--key", "wrong", env=client_env,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(refused.communicate(), 60)
+        assert refused.returncode == 2 and out == b""
+        assert b"cannot use the taskwire server" in err and b"session API key" in err
+        project = str(tmp_path / "project")
+        steps = [{"op": "initialize"}, {"op": "new", "cwd": project}, {"op": "prompt", "text": "Run the demo."}]
+        transcript = await drive(steps, env=client_env, folder=tmp_path,
+                                 command=[*TASKWIRE_ACP, "--url", server.url, "--key", "the-key"])
+    assert transcript.result(2)["stopReason"] == "end_turn"
+    stamped = {stamp(u)[0] for u in transcript.updates(2)} - {None}
+    assert stamped == {"call_main_1_0", "call_main_1_1", "call_suba_0_0"}  # the server forwards: sub-agents nest
