@@ -1,4 +1,6 @@
-"""The ACP bridge: external agents over the Agent Client Protocol (e.g. Claude Code).
+"""The Agent Client Protocol, both sides, Sans-I/O where it can be.
+
+Client side (taskwire drives an external ACP agent, e.g. Claude Code):
 
 - ``toolcalls``: one peer tool call's merged state, read from raw ``session/update`` payloads
 - ``mapping``: the Sans-I/O translator from ``session/update`` payloads to taskwire events and
@@ -6,4 +8,12 @@
 - ``client``: the agent subprocess and the ``agent-client-protocol`` connection to it
 
 ``server/runtime/backends/acp.py`` drives them for one conversation.
+
+Agent side (``taskwire acp`` serves taskwire conversations to editors):
+
+- ``projection``: the Sans-I/O projection of taskwire events onto ``session/update`` payloads
+- ``call_view``: how a taskwire tool call looks to an ACP client (title, kind, content)
+- ``updates``: what the projection hands out, and the ``_meta`` stamp of sub-agent updates
+
+``server/acp_agent/`` drives the projection, embedded or attached to a server.
 """
