@@ -1,10 +1,10 @@
-"""``Conversations`` on a running taskwire server (``taskwire acp --url ...``): REST for commands,
-the event socket for the feed.
+"""``Conversations`` on a running taskwire server (``taskwire acp --url ...``), through
+``server.client``: its REST calls for commands, its ``LiveEvents`` for the feed.
 
-The feed resumes after any drop (a restart, a replica going away, a slow-client close) with
-``after_seq`` = the last ``seq`` it handed on, so nothing is lost and nothing comes twice.
-Reads are retried while the server is unreachable; commands (a message, an interrupt) are not,
-so a message is never sent twice.
+The feed resumes after any drop (a restart, a replica going away, a slow-client close) from the
+last ``seq`` it handed on, so nothing is lost and nothing comes twice. Reads are retried while
+the server is unreachable; commands (a message, an interrupt) are not, so a message is never
+sent twice. The client's errors become taskwire's here, once.
 """
 
 from __future__ import annotations
@@ -12,13 +12,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, AsyncIterator
-from urllib.parse import quote
-
-import httpx
-import websockets
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 from server.acp_agent.base import ConversationInfo, OnEvents, OnResume
+from server.client import APIError, Client, StreamRefused, Unreachable
+from server.client.frames import is_full_state
 from server.errors import (
     BadRequest,
     Conflict,
@@ -28,15 +26,15 @@ from server.errors import (
     Unauthorized,
     Unavailable,
 )
-from server.events import Usage
+from server.events import Event, Usage
 from server.stream.close_codes import CloseCode
 
 log = logging.getLogger(__name__)
 
-HEADER = "X-Session-API-Key"
 READ_RETRY_SECONDS = 30.0
 """How long a read keeps trying an unreachable server before it fails."""
 MAX_BACKOFF = 5.0
+T = TypeVar("T")
 
 
 class AttachedConversations:
@@ -44,15 +42,14 @@ class AttachedConversations:
 
     def __init__(self, url: str, api_key: str | None = None, *, timeout: float = 30.0) -> None:
         self.url = url.rstrip("/")
-        self.headers = {HEADER: api_key} if api_key else {}
-        self.client = httpx.AsyncClient(base_url=self.url, headers=self.headers, timeout=timeout)
+        self.client = Client(self.url, api_key=api_key, timeout=timeout)
         self.forwarding = False
 
     async def open(self) -> None:
-        """Reach the server once and learn whether it forwards sub-agent events."""
-        info = (await self._read("GET", "/server_info")).json()
+        """Reach the server once, learn whether it forwards sub-agent events, check the key."""
+        info = await self._read(self.client.server_info)
         self.forwarding = bool(info.get("forward_subagent_events"))
-        await self._read("GET", "/api/conversations/count")  # the key is good
+        await self._read(lambda: self.client.conversations_page(limit=1))
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -60,60 +57,46 @@ class AttachedConversations:
     # -- commands and reads ---------------------------------------------------------------
 
     async def create(self, agent: dict[str, Any] | None, workspace: str | None) -> ConversationInfo:
-        body: dict[str, Any] = {"run": False}
-        if agent is not None:
-            body["agent"] = agent
-        if workspace is not None:
-            body["workspace"] = workspace
-        return ConversationInfo.of((await self._command("POST", "/api/conversations", json=body)).json())
+        created = await _translated(self.client.create(agent=agent, workspace=workspace, run=False))
+        return ConversationInfo.of(created)
 
     async def info(self, conversation_id: str) -> ConversationInfo:
-        return ConversationInfo.of((await self._read("GET", _path(conversation_id))).json())
+        return ConversationInfo.of(await self._read(lambda: self.client.get(conversation_id)))
 
     async def send(self, conversation_id: str, text: str) -> None:
-        await self._command("POST", _path(conversation_id, "events"), json={"role": "user", "content": text, "run": True})
+        await _translated(self.client.send(conversation_id, text, run=True))
 
     async def interrupt(self, conversation_id: str) -> None:
-        await self._command("POST", _path(conversation_id, "interrupt"))
+        await _translated(self.client.interrupt(conversation_id))
 
     async def tree_usage(self, conversation_id: str) -> Usage:
-        total = Usage(**(await self._read("GET", _path(conversation_id))).json()["usage"])
-        for entry in (await self._read("GET", _path(conversation_id, "subagents"))).json():
+        total = Usage(**(await self._read(lambda: self.client.get(conversation_id)))["usage"])
+        for entry in await self._read(lambda: self.client.subagents(conversation_id)):
             total = total + Usage(**entry.get("usage") or {})
         return total
 
     async def history(self, conversation_id: str) -> AsyncIterator[list[dict[str, Any]]]:
-        params: dict[str, Any] = {"limit": 100, "include_subagents": "true" if self.forwarding else "false"}
+        page_id = None
         while True:
-            page = (await self._read("GET", _path(conversation_id, "events/search"), params=params)).json()
-            yield page["items"]
-            if not page.get("next_page_id"):
+            page = await self._read(lambda: self.client.search_page(
+                conversation_id, page_id=page_id, include_subagents="true" if self.forwarding else "false"))
+            yield [_wire(event) for event in page.items]
+            page_id = page.next_page_id
+            if page_id is None:
                 return
-            params["page_id"] = page["next_page_id"]
 
     async def list(self, page_id: str | None) -> tuple[list[ConversationInfo], str | None]:
-        params = {"page_id": page_id} if page_id else {}
-        page = (await self._read("GET", "/api/conversations/search", params=params)).json()
-        return [ConversationInfo.of(item) for item in page["items"]], page.get("next_page_id")
+        items, next_page_id = await self._read(lambda: self.client.conversations_page(page_id=page_id))
+        return [ConversationInfo.of(item) for item in items], next_page_id
 
-    async def _command(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """Once: a command that failed in transit may have run."""
-        try:
-            response = await self.client.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
-            raise Unavailable(f"cannot reach taskwire at {self.url}: {exc!r}", code="server_unreachable") from exc
-        return _checked(response)
-
-    async def _read(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """Retried with back-off while the server cannot be reached (it may be restarting)."""
+    async def _read(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call``, retried with back-off while the server cannot be reached (it may be
+        restarting) for up to ``READ_RETRY_SECONDS``."""
         loop = asyncio.get_running_loop()
         deadline, attempt = loop.time() + READ_RETRY_SECONDS, 0
         while True:
             try:
-                return _checked(await self.client.request(method, path, **kwargs))
-            except httpx.TransportError as exc:
-                if loop.time() > deadline:
-                    raise Unavailable(f"cannot reach taskwire at {self.url}: {exc!r}", code="server_unreachable") from exc
+                return await _translated(call())
             except Unavailable:
                 if loop.time() > deadline:
                     raise
@@ -125,72 +108,53 @@ class AttachedConversations:
     async def follow(self, conversation_id: str, after_seq: int, on_events: OnEvents, on_resume: OnResume) -> None:
         last, attempt = after_seq, 0
         while True:
-            url = f"{self.url.replace('http', 'ws', 1)}/sockets/events/{quote(conversation_id, safe='')}"
+            live = self.client.events(conversation_id, after_seq=last, retry_for=None)
             try:
-                async with websockets.connect(
-                    f"{url}?resend_mode=since&after_seq={last}", additional_headers=self.headers, max_size=None
-                ) as socket:
-                    async for message in socket:
-                        attempt = 0
-                        event = json.loads(message)
-                        if not _is_record_past(event, last):
+                async with live:
+                    async for event in live:
+                        if is_full_state(event):
+                            if live.connections > 1:
+                                on_resume()  # deltas streamed while it was away are gone
                             continue
-                        if event.get("seq") is not None:
-                            last = int(event["seq"])
-                        await on_events([event])
-            except websockets.ConnectionClosed as exc:
-                _raise_if_refused(exc, conversation_id)
-                log.info("event socket of %s closed (%s); resuming after seq %d", conversation_id, exc, last)
-            except (OSError, websockets.InvalidHandshake, TimeoutError) as exc:
-                log.warning("event socket of %s: %r; retrying", conversation_id, exc)
+                        attempt = 0
+                        await on_events([_wire(event)])
+            except StreamRefused as exc:
+                raise _refusal(exc, conversation_id) from exc
+            except Unreachable as exc:  # its first connection failed: the server is away
+                log.warning("event socket of %s: %s; retrying", conversation_id, exc)
+            last = live.last_seq
             on_resume()
             attempt += 1
             await asyncio.sleep(min(MAX_BACKOFF, 0.1 * 2**attempt))
 
 
-def _path(conversation_id: str, tail: str = "") -> str:
-    path = f"/api/conversations/{quote(conversation_id, safe='')}"
-    return f"{path}/{tail}" if tail else path
+def _wire(event: Event) -> dict[str, Any]:
+    """A typed event back in its wire form, as the projection reads it."""
+    return json.loads(event.to_json())
 
 
-def _is_record_past(event: dict[str, Any], last: int) -> bool:
-    """Whether a frame is an event to hand on: not the ``full_state`` first frame, not an error
-    frame (they have no ``kind``), not a stored event already handed on."""
-    if "kind" not in event or event.get("key") == "full_state":
-        return False
-    seq = event.get("seq")
-    return seq is None or int(seq) > last
-
-
-def _raise_if_refused(exc: websockets.ConnectionClosed, conversation_id: str) -> None:
-    code = exc.rcvd.code if exc.rcvd is not None else None
-    reason = exc.rcvd.reason if exc.rcvd is not None else ""
-    if code == CloseCode.UNAUTHORIZED:
-        raise Unauthorized(f"the server refused the event socket: {reason}")
-    if code == CloseCode.UNKNOWN_CONVERSATION:
-        raise ConversationNotFound(conversation_id)
-    if code == CloseCode.BAD_REQUEST:
-        raise BadRequest(f"the server refused the event socket: {reason}")
-
-
-def _checked(response: httpx.Response) -> httpx.Response:
-    """The response, or the ``TaskwireError`` its ``{"detail", "code"}`` body names."""
-    if response.status_code < 400:
-        return response
+async def _translated(call: Awaitable[T]) -> T:
+    """The client's errors as taskwire's (``server/errors.py``)."""
     try:
-        body = response.json()
-        detail, code = str(body.get("detail")), body.get("code")
-    except (ValueError, AttributeError):
-        detail, code = response.text[:500] or response.reason_phrase, None
-    status = response.status_code
-    if status == 404:
-        raise NotFound(detail, code=code)
-    if status == 401:
-        raise Unauthorized(detail, code=code)
-    if status == 409:
-        raise Conflict(detail, code=code)
-    if status in (400, 413, 422):
-        raise BadRequest(detail, code=code)
-    if status == 503:
-        raise Unavailable(detail, code=code)
-    raise TaskwireError(f"taskwire answered {status}: {detail}", code=code or "server_error")
+        return await call
+    except APIError as exc:
+        raise _api_error(exc) from exc
+    except Unreachable as exc:
+        raise Unavailable(str(exc), code="server_unreachable") from exc
+
+
+def _api_error(exc: APIError) -> TaskwireError:
+    kinds: dict[int, type[TaskwireError]] = {404: NotFound, 401: Unauthorized, 409: Conflict, 503: Unavailable}
+    if exc.status in (400, 413, 422):
+        return BadRequest(exc.detail, code=exc.code)
+    if exc.status in kinds:
+        return kinds[exc.status](exc.detail, code=exc.code)
+    return TaskwireError(f"taskwire answered {exc.status}: {exc.detail}", code=exc.code)
+
+
+def _refusal(exc: StreamRefused, conversation_id: str) -> TaskwireError:
+    if exc.code == CloseCode.UNAUTHORIZED:
+        return Unauthorized(f"the server refused the event socket: {exc.reason}")
+    if exc.code == CloseCode.UNKNOWN_CONVERSATION:
+        return ConversationNotFound(conversation_id)
+    return BadRequest(f"the server refused the event socket: {exc.reason}")

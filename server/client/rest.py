@@ -72,13 +72,20 @@ class Client:
         """Every root conversation, newest first, page after page."""
         page_id = None
         while True:
-            params = {"status": status, "page_id": page_id, "limit": PAGE}
-            page = await self._call("GET", "/api/conversations/search", params=_present(params))
-            for item in page["items"]:
+            items, page_id = await self.conversations_page(status=status, page_id=page_id)
+            for item in items:
                 yield item
-            page_id = page.get("next_page_id")
             if not page_id:
                 return
+
+    async def conversations_page(
+        self, *, status: str | None = None, page_id: str | None = None, limit: int = PAGE
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of root conversations, newest first, and the id of the next page (``None``:
+        the last one)."""
+        params = {"status": status, "page_id": page_id, "limit": limit}
+        page = await self._call("GET", "/api/conversations/search", params=_present(params))
+        return page["items"], page.get("next_page_id") or None
 
     async def send(self, conversation_id: str, content: str, *, run: bool = True) -> None:
         """Send a user message; with ``run`` the agent works on it (a run going on picks it up)."""

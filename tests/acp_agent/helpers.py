@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+from tests.services import need
+
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "clients" / "acp" / "drive.mjs"
+SDK = REPO / "clients" / "acp" / "node_modules" / "@agentclientprotocol" / "sdk"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 TASKWIRE_ACP = [sys.executable, "-m", "server.cli", "acp"]
 RUN_TIMEOUT = 120.0
@@ -86,7 +89,9 @@ async def drive(
     """Run the SDK client on ``steps`` against ``command`` (spawned by the client, with ``env``),
     until the steps are done and the agent exited. ``on_line`` sees each line as it comes."""
     node = shutil.which("node")
-    assert node is not None, "node is needed for the ACP client tests (make test installs clients/acp)"
+    need(node is not None, "node is not on PATH")
+    need(SDK.is_dir(), "the ACP SDK client is not installed (make acp-client)")
+    assert node is not None
     plan = folder / f"plan-{len(list(folder.glob('plan-*.json')))}.json"
     plan.write_text(json.dumps({"steps": steps}))
     process = await asyncio.create_subprocess_exec(
