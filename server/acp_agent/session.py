@@ -155,7 +155,11 @@ class AgentSession:
             ended = await turn.ended
         finally:
             self._turn = None
-        usage = _turn_usage(used_before, await self.conversations.tree_usage(self.id))
+        try:
+            usage = _turn_usage(used_before, await self.conversations.tree_usage(self.id))
+        except TaskwireError as exc:  # the turn is over whatever its tokens were
+            log.warning("session %s: the turn's usage could not be read: %s", self.id, exc.detail)
+            usage = None
         if turn.cancel_requested or ended.status == "paused":
             return PromptResponse(stop_reason="cancelled", usage=usage)
         if ended.status == "finished":
