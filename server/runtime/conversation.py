@@ -71,6 +71,10 @@ class ConversationHost:
         """When a command last reached this conversation (the runtime unloads idle ones)."""
         self.stop_hook: Callable[[], Awaitable[None]] | None = None
         """How to cancel this sub-agent when a peer agent runs it (set by that backend)."""
+        self.managed = False
+        """A sub-agent run by the task manager (see ``start_subagent``)."""
+        self.cancel_pending = False
+        """Cancelled before its run task existed: the task manager cancels it as it starts."""
 
     # -- identity -----------------------------------------------------------------------
 
@@ -199,7 +203,10 @@ class ConversationHost:
         subagent_type: str,
         description: str,
         agent: dict[str, Any] | None = None,
+        managed: bool = False,
     ) -> ConversationHost:
+        """A child conversation for a sub-agent; ``managed``: taskwire's task manager runs it
+        (so it can be cancelled even before its run task exists), not a peer agent."""
         record = ConversationRecord(
             id=new_id(),
             root_id=self.root_id,
@@ -213,7 +220,6 @@ class ConversationHost:
             subagent_status="running",
             label=self.next_child_label(),
         )
-        await self._store.create_conversation(record)
         child = ConversationHost(
             record,
             store=self._store,
@@ -223,7 +229,14 @@ class ConversationHost:
             backend_factory=self._backend_factory,
             parent=self,
         )
+        child.managed = managed
+        # Findable (and so cancellable) from the moment its row can be read.
         self.children[record.id] = child
+        try:
+            await self._store.create_conversation(record)
+        except BaseException:
+            self.children.pop(record.id, None)
+            raise
         await child.emit(
             SubagentStartedEvent(
                 subagent_type=subagent_type,

@@ -293,6 +293,9 @@ class Runtime:
             if child is None or child.root_id != record.root_id or child.is_root:
                 raise SubagentNotFound(subagent_id)
             raise BadRequest(f"sub-agent {subagent_id!r} is not running", code="subagent_not_running")
+        if target.task is None and target.managed:
+            target.cancel_pending = True  # still being set up: it is cancelled as it starts
+            return
         if target.task is None:
             # A peer's own sub-agent (Claude Code's): only the peer can stop it, if it offers a way.
             if target.stop_hook is None:

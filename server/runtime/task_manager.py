@@ -63,6 +63,7 @@ class TaskManager:
                 subagent_type=agent_type.name,
                 description=description,
                 agent=child_agent_spec(host.record.agent, agent_type),
+                managed=True,
             )
             await child.emit(MessageEvent(role="user", source="user", content=prompt))
             child.deliver_user_message(prompt)
@@ -70,6 +71,8 @@ class TaskManager:
 
     async def _supervise(self, host: ConversationHost, child: ConversationHost, agent_type: SubagentType) -> ToolResult:
         child.task = asyncio.create_task(self._run_child(child), name=f"subagent {child.label}")
+        if child.cancel_pending:  # cancelled while it was being set up
+            child.task.cancel()
         label = f"{child.label} ({agent_type.name})"
         try:
             answer = await asyncio.shield(child.task)
