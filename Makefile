@@ -6,10 +6,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 PEERS_STAMP := peers/node_modules/.installed
-ACP_CLIENT_STAMP := clients/acp/node_modules/.installed
+# Real clients written by others that the tests drive (ACP SDK, AG-UI), each pinned in its own lock file.
+CLIENT_STAMPS := clients/acp/node_modules/.installed clients/agui/node_modules/.installed
 DEMO_SCRIPT ?= config/demo/two_subagents.yaml
 
-.PHONY: run test bench setup peers acp-client services browser clean
+.PHONY: run test bench setup peers clients acp-client agui-client services browser clean
 
 setup: $(VENV_STAMP)
 
@@ -29,11 +30,12 @@ $(PEERS_STAMP): peers/package.json peers/package-lock.json
 	cd peers && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# The official ACP SDK's client, which drives `taskwire acp` in the tests; pinned in clients/acp/package-lock.json.
-acp-client: $(ACP_CLIENT_STAMP)
+clients: $(CLIENT_STAMPS)
+acp-client: clients/acp/node_modules/.installed
+agui-client: clients/agui/node_modules/.installed
 
-$(ACP_CLIENT_STAMP): clients/acp/package.json clients/acp/package-lock.json
-	cd clients/acp && npm ci --no-audit --no-fund --loglevel=error
+clients/%/node_modules/.installed: clients/%/package.json clients/%/package-lock.json
+	cd clients/$* && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 services:
@@ -49,11 +51,11 @@ run: setup
 	OH_LLM_SCRIPT=$${OH_LLM_SCRIPT:-$(DEMO_SCRIPT)} \
 	$(VENV)/bin/taskwire serve
 
-test: setup peers acp-client services browser
+test: setup peers clients services browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: setup services
+bench: setup clients services
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) peers/node_modules clients/acp/node_modules workspace .pytest_cache
+	rm -rf $(VENV) peers/node_modules clients/*/node_modules workspace .pytest_cache

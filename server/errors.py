@@ -10,7 +10,8 @@ Our exception hierarchy::
     ├── Conflict                      409
     │   └── ConversationRunning
     ├── BadRequest                    400
-    │   └── InvalidPageId
+    │   ├── InvalidPageId
+    │   └── InvalidBody               422
     ├── Unauthorized                  401 / close 4001
     ├── Unavailable                   503
     ├── BackendError                  becomes an AgentErrorEvent
@@ -91,6 +92,13 @@ class InvalidPageId(BadRequest):
             f"page_id {page_id!r} is not one this server handed out for this query; "
             "start again without page_id"
         )
+
+
+class InvalidBody(BadRequest):
+    """A request body that does not parse or validate (the REST rule: 422, like FastAPI's)."""
+
+    status_code = 422
+    code = "invalid_request"
 
 
 class Unauthorized(TaskwireError):

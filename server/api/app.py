@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 import server
 from server.api.auth import require_api_key
 from server.api.errors import error_response, install_error_handlers
-from server.api import sockets, viewer
+from server.api import agui, sockets, viewer
 from server.api.rest import conversations, events, health, subagents
 from server.api.services import hosted
 from server.api.webhooks import start_webhooks
@@ -57,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(events.router, dependencies=secured)
     app.include_router(subagents.router, dependencies=secured)
     app.include_router(sockets.router)  # authenticates itself: header, query or first frame
+    app.include_router(agui.router)  # each route names its own auth (the follow route takes a query key)
     app.include_router(viewer.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     return app

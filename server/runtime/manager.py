@@ -18,6 +18,7 @@ from server.bus import Bus
 from server.errors import (
     BackendError,
     BadRequest,
+    Conflict,
     ConversationNotFound,
     ConversationRunning,
     SubagentNotFound,
@@ -115,15 +116,27 @@ class Runtime:
     # -- conversations --------------------------------------------------------------------
 
     async def create(
-        self, agent: dict[str, Any], *, workspace: str | None = None, initial_message: str | None = None, run: bool = True
+        self,
+        agent: dict[str, Any],
+        *,
+        workspace: str | None = None,
+        initial_message: str | None = None,
+        run: bool = True,
+        conversation_id: str | None = None,
     ) -> ConversationRecord:
-        conversation_id = new_id()
+        """A new root conversation. ``conversation_id``: an id the client chose (a protocol
+        whose client names the thread, as AG-UI's does); raises ``Conflict``
+        (``conversation_exists``) when it is taken."""
+        conversation_id = conversation_id or new_id()
         folder = Path(workspace) if workspace else self.settings.workspace_path / conversation_id
         folder.mkdir(parents=True, exist_ok=True)
         record = ConversationRecord(
             id=conversation_id, root_id=conversation_id, agent=agent, workspace=str(folder.resolve())
         )
-        await self.store.create_conversation(record)
+        try:
+            await self.store.create_conversation(record)
+        except ValueError as exc:  # the store's "id taken"
+            raise Conflict(f"conversation {conversation_id!r} already exists", code="conversation_exists") from exc
         async with self.ownership.owning(conversation_id):
             host = await self.host(conversation_id)
             await host.emit_status_snapshot()

@@ -1,0 +1,127 @@
+"""AG-UI's ``RunAgentInput``, as taskwire reads it, without I/O.
+
+Only what a run needs is interpreted: ``threadId`` (the conversation id), ``runId``, the newest
+user message of ``messages``, ``forwardedProps.taskwire.agent`` (the agent of a new
+conversation) and ``resume`` (answers to interrupts; taskwire asks none yet). ``tools``,
+``context`` and ``state`` are accepted and not used: the agent's tools are the server's, and
+the AG-UI state belongs to the frontend.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
+
+from server.errors import BadRequest, InvalidBody
+from server.specs import AgentSpec
+
+THREAD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+"""A thread id names a conversation and its workspace folder: no separators, no leading dot."""
+
+_agent_spec: TypeAdapter[Any] = TypeAdapter(AgentSpec)
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class InputMessage(_Input):
+    """One message of ``messages`` (any role; only user messages are read)."""
+
+    id: str = Field(min_length=1, max_length=200)
+    role: Literal["developer", "system", "assistant", "user", "tool", "activity", "reasoning"]
+    content: str | list[dict[str, Any]] | dict[str, Any] | None = None
+    """Text, content parts (``{"type": "text", "text": ...}``, images ...), or an activity's object."""
+
+    def text(self) -> str:
+        """The message's text: the string, or its text parts joined by newlines."""
+        if isinstance(self.content, str):
+            return self.content
+        if isinstance(self.content, list):
+            parts = [p.get("text") for p in self.content if p.get("type") == "text"]
+            return "\n".join(p for p in parts if isinstance(p, str))
+        return ""
+
+
+class ResumeEntry(_Input):
+    """An answer to one interrupt of the previous run."""
+
+    interrupt_id: str
+    status: Literal["resolved", "cancelled"]
+    payload: Any = None
+
+
+class RunAgentInput(_Input):
+    """The body of ``POST /agui``."""
+
+    thread_id: str = Field(max_length=128)
+    run_id: str = Field(min_length=1, max_length=200)
+    parent_run_id: str | None = Field(default=None, max_length=200)
+    protocol_version: str | None = None
+    state: Any = None
+    messages: list[InputMessage]
+    tools: list[Any] = Field(default_factory=list)
+    context: list[Any] = Field(default_factory=list)
+    forwarded_props: Any = None
+    resume: list[ResumeEntry] | None = None
+
+    @classmethod
+    def parse(cls, body: bytes) -> RunAgentInput:
+        """Parse and check a request body. Raises ``InvalidBody`` (422,
+        ``invalid_run_agent_input``) naming the first problem, or ``BadRequest`` (400) for a
+        well-formed input taskwire cannot run."""
+        try:
+            run_input = cls.model_validate_json(body)
+        except ValidationError as exc:
+            raise InvalidBody(_first_problem(exc), code="invalid_run_agent_input") from exc
+        if not THREAD_ID.match(run_input.thread_id):
+            raise InvalidBody(
+                "threadId: letters, digits, '.', '_' and '-' only (up to 128, not starting with '.' or '-')",
+                code="invalid_run_agent_input",
+            )
+        version = run_input.protocol_version
+        if version is not None and version.split(".")[0] != "1":
+            raise BadRequest(
+                f"protocolVersion {version!r} is not served here; this server speaks AG-UI 1.x",
+                code="unsupported_protocol_version",
+            )
+        if run_input.resume:
+            ids = ", ".join(repr(entry.interrupt_id) for entry in run_input.resume)
+            raise BadRequest(f"resume names interrupts this thread never raised: {ids}", code="unknown_interrupt")
+        return run_input
+
+    def newest_user_text(self) -> str:
+        """The text of the last user message: what this run sends to the conversation."""
+        user = next((m for m in reversed(self.messages) if m.role == "user"), None)
+        if user is None:
+            raise BadRequest("messages holds no user message to send", code="no_user_message")
+        text = user.text()
+        if not text.strip():
+            raise BadRequest(f"user message {user.id!r} holds no text", code="empty_user_message")
+        return text
+
+    def agent(self) -> dict[str, Any] | None:
+        """``forwardedProps.taskwire.agent``, validated like ``POST /api/conversations``'s
+        ``agent`` (``None`` when absent: the server's default agent)."""
+        props = self.forwarded_props
+        taskwire = props.get("taskwire") if isinstance(props, dict) else None
+        if taskwire is None:
+            return None
+        if not isinstance(taskwire, dict):
+            raise InvalidBody("forwardedProps.taskwire must be an object", code="invalid_agent")
+        spec = taskwire.get("agent")
+        if spec is None:
+            return None
+        try:
+            return _agent_spec.validate_python(spec).model_dump(exclude_none=True)
+        except ValidationError as exc:
+            raise InvalidBody(f"forwardedProps.taskwire.agent: {_first_problem(exc)}", code="invalid_agent") from exc
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error["loc"])
+    return f"{where}: {error['msg']}" if where else error["msg"]
