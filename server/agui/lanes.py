@@ -103,10 +103,15 @@ class Lane:
             out.append({"type": "REASONING_END", "messageId": message_id, **self.tag})
             self.reasoning_id = None
 
-    def close(self, out: Events) -> None:
-        """End everything open in the lane (before its sub-agent or the run ends)."""
+    def interrupt(self, out: Events) -> None:
+        """End the open messages: what streams next is a new message (a peer's call came
+        between), though the stored answer may still join both."""
         self.close_reasoning(out)
         self.close_text(out)
+
+    def close(self, out: Events) -> None:
+        """End everything open in the lane (before its sub-agent or the run ends)."""
+        self.interrupt(out)
         self.streamed = []
 
 

@@ -32,7 +32,7 @@ class PeerCalls:
         call_id, status = event["tool_call_id"], event.get("status")
         reached = self._reached.get(call_id, 0)
         if reached == 0:
-            lane.close(out)  # text after a call is a new message, as the bridge splits it
+            lane.interrupt(out)  # text after a call is a new message, as the bridge splits it
             name = event.get("title") or event.get("tool_kind") or "tool"
             start: dict[str, Any] = {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": name, **lane.tag}
             if event.get("tool_kind"):
