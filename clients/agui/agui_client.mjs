@@ -6,7 +6,8 @@
 //
 // plan: {"base": "http://127.0.0.1:N", "headers": {...}, "steps": [
 //          {"op": "run", "threadId", "runId", "message", "forwardedProps"?},
-//          {"op": "connect", "threadId", "lastEventId"?, "query"?}]}
+//          {"op": "connect", "threadId", "lastEventId"?, "query"?},
+//          {"op": "validate", "events": [event]}]}      (schemas only: events made elsewhere)
 // out:  {"steps": [{"op", "threadId", "frames": [{"id", "event"}], "received": [event],
 //                   "result", "newMessages", "error", "schemaErrors", "warnings"}]}
 
@@ -77,6 +78,10 @@ class FollowingAgent extends HttpAgent {
 }
 
 async function runStep(plan, step) {
+  if (step.op === "validate") {
+    const frames = step.events.map((event, n) => ({ id: String(n), event }));
+    return { op: "validate", frames, received: [], error: null, schemaErrors: schemaErrors(frames), warnings: [] };
+  }
   const frames = [];
   const reading = [];
   const received = [];
@@ -108,12 +113,16 @@ async function runStep(plan, step) {
     out.error = String(error?.message ?? error);
   }
   await Promise.all(reading);
-  out.schemaErrors = frames
+  out.schemaErrors = schemaErrors(frames);
+  out.warnings = warnings.slice(start);
+  return out;
+}
+
+function schemaErrors(frames) {
+  return frames
     .map(({ id, event }) => ({ id, type: event?.type, result: EventSchema.safeParse(event) }))
     .filter(({ result }) => !result.success)
     .map(({ id, type, result }) => ({ id, type, issues: result.error.issues }));
-  out.warnings = warnings.slice(start);
-  return out;
 }
 
 const input = await new Promise((resolve) => {

@@ -6,6 +6,10 @@ the AG-UI call is built up once: ``TOOL_CALL_START`` on first sight; ``TOOL_CALL
 ``TOOL_CALL_END`` once its input is known (a main-agent call streams in with ``{}`` first) or
 it moves past ``pending``; ``TOOL_CALL_RESULT`` once, at its first terminal status. Updates
 that change nothing AG-UI shows (a new title, ``in_progress``) pass without an event.
+
+A call the peer reported before naming its parent starts in the lane it landed in, and its
+arguments stay there (AG-UI checks that an open call's events agree with its opener); its
+result, a new message, carries the stamp of the stream that holds it.
 """
 
 from __future__ import annotations
@@ -42,11 +46,13 @@ class PeerCalls:
             self._open[call_id] = lane.tag
         raw_input = event.get("raw_input")
         if reached == _STARTED and (raw_input or status not in (None, "pending")):
+            # A call first reported before the peer named its parent stays where it started:
+            # AG-UI cannot move an open call, so its arguments follow their opener's lane.
+            tag = self._open.pop(call_id, lane.tag)
             args = raw_input if raw_input is not None else {}
-            out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": json.dumps(args), **lane.tag})
-            out.append({"type": "TOOL_CALL_END", "toolCallId": call_id, **lane.tag})
+            out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": json.dumps(args), **tag})
+            out.append({"type": "TOOL_CALL_END", "toolCallId": call_id, **tag})
             reached = _ENDED
-            self._open.pop(call_id, None)
         if reached == _ENDED and status in TERMINAL:
             taskwire: dict[str, Any] = {"status": status}
             if event.get("title"):

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from server.agui import RunAgentInput, parse_last_event_id
 from server.api.auth import require_api_key, require_api_key_or_query
-from server.api.sse import AguiStream
+from server.api.sse import AguiStream, EventStreamResponse
 from server.errors import BadRequest, Conflict, ConversationNotFound
 from server.runtime import Runtime
 from server.specs import NativeAgentSpec
@@ -23,7 +23,7 @@ from server.store import ConversationRecord
 router = APIRouter(tags=["agui"])
 
 
-@router.post("/agui", dependencies=[Depends(require_api_key)], response_class=AguiStream)
+@router.post("/agui", dependencies=[Depends(require_api_key)], response_class=EventStreamResponse)
 async def run_agent(request: Request) -> AguiStream:
     """Take a ``RunAgentInput``: send its newest user message to the thread (creating the
     conversation if the thread is new) and stream the run it starts, ``RUN_STARTED`` to
@@ -40,7 +40,7 @@ async def run_agent(request: Request) -> AguiStream:
     )
 
 
-@router.get("/agui/{thread_id}", dependencies=[Depends(require_api_key_or_query)], response_class=AguiStream)
+@router.get("/agui/{thread_id}", dependencies=[Depends(require_api_key_or_query)], response_class=EventStreamResponse)
 async def follow_thread(
     thread_id: str,
     request: Request,

@@ -41,6 +41,12 @@ _HEADERS = [
 ]
 
 
+class EventStreamResponse(Response):
+    """How the OpenAPI schema names the AG-UI routes' answer (``AguiStream`` makes it)."""
+
+    media_type = MEDIA_TYPE
+
+
 class _Ended(Exception):
     """The stream has sent all it was opened for (its run ended, or the thread is idle)."""
 

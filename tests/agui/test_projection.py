@@ -370,3 +370,18 @@ def test_a_closed_stream_says_where_to_resume() -> None:
     feed(projection, log(status("running")))
     (sse_id, event), = projection.stream_closed("too_slow", "resume with after_seq=1")
     assert (sse_id, event["name"], event["value"]["lastEventId"]) == (1, "taskwire.stream_closed", 1)
+
+
+def test_a_peer_call_reported_before_its_parent_keeps_its_opener_and_its_result_goes_to_the_sub_agent() -> None:
+    log, projection = Log(), AguiProjection(THREAD)
+    frames = feed(
+        projection,
+        log(SubagentStartedEvent(), "sub-b", "agent-b"),
+        log(ACPToolCallEvent(tool_call_id="sub-b-1", title="echo sub-b", status="pending")),  # no parent named yet
+        log(ACPToolCallEvent(tool_call_id="sub-b-1", status="in_progress"), "sub-b", "agent-b"),
+        log(ACPToolCallEvent(tool_call_id="sub-b-1", status="completed", raw_output="sub-b"), "sub-b", "agent-b"),
+    )
+    sent = events_of(frames)
+    assert_valid(sent)
+    calls = [(e["type"], e.get("subagentRunId")) for e in sent if e.get("toolCallId") == "sub-b-1"]
+    assert calls == [("TOOL_CALL_START", None), ("TOOL_CALL_ARGS", None), ("TOOL_CALL_END", None), ("TOOL_CALL_RESULT", "sub-b")]
