@@ -30,24 +30,19 @@ def close_code_for(error: TaskwireError) -> CloseCode:
     return CloseCode.BAD_REQUEST
 
 
-def response_for(error: TaskwireError, method: str, path: str) -> JSONResponse:
-    """The response to ``error`` raised while serving ``method path`` (logged if it is ours)."""
-    if isinstance(error, Unavailable):
-        # Expected while a dead replica's lease lapses: the client is told when to retry.
-        log.warning("%s %s: %s", method, path, error.detail)
-        response = error_response(error.status_code, error.detail, error.code)
-        if error.retry_after is not None:
-            response.headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
-        return response
-    if error.status_code >= 500:
-        log.error("%s %s: %s", method, path, error.detail)
-    return error_response(error.status_code, error.detail, error.code)
-
-
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(TaskwireError)
     async def taskwire_error(request: Request, exc: TaskwireError) -> JSONResponse:
-        return response_for(exc, request.method, request.url.path)
+        if isinstance(exc, Unavailable):
+            # Expected while a dead replica's lease lapses: the client is told when to retry.
+            log.warning("%s %s: %s", request.method, request.url.path, exc.detail)
+            response = error_response(exc.status_code, exc.detail, exc.code)
+            if exc.retry_after is not None:
+                response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+            return response
+        if exc.status_code >= 500:
+            log.error("%s %s: %s", request.method, request.url.path, exc.detail)
+        return error_response(exc.status_code, exc.detail, exc.code)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -19,10 +19,9 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from server.agui import KEEPALIVE, MEDIA_TYPE, AguiProjection, Frame, SubagentInfo, encode_frames
-from server.api.errors import response_for
 from server.api.sockets import pump
 from server.bus import Subscription
-from server.errors import TaskwireError, Unavailable
+from server.errors import Unavailable
 from server.store import ConversationRecord, EventQuery, Store
 from server.stream import EventStream, SubagentNode
 
@@ -82,14 +81,12 @@ class AguiStream(Response):
         self.until_idle = until_idle
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        method, path = scope.get("method", ""), scope.get("path", "")
+        # A TaskwireError raised before the response starts reaches the app's error handlers
+        # like a route's own, so a refused stream is an ordinary {"detail", "code"} answer.
         with self.state.subscriber_limit.claim() as admitted:
-            try:
-                if not admitted:
-                    raise Unavailable("too many live subscribers; retry later", code="too_many_subscribers", retry_after=1)
-                await self._serve(receive, send)
-            except _Refused as refused:
-                await response_for(refused.error, method, path)(scope, receive, send)
+            if not admitted:
+                raise Unavailable("too many live subscribers; retry later", code="too_many_subscribers", retry_after=1)
+            await self._serve(receive, send)
 
     async def _serve(self, receive: Receive, send: Send) -> None:
         state, settings = self.state, self.state.settings
@@ -98,15 +95,12 @@ class AguiStream(Response):
         async with state.bus.subscribe(root_id, maxsize=settings.ws_queue_size) as subscription:
             # Subscribed before anything is read: what is published from now on is queued,
             # what came before is in the store, and the stream drops the overlap.
-            try:
-                log_end = await store.last_seq(root_id)
-                tree = await store.tree(root_id)
-                after = log_end if self.after_seq is None else min(self.after_seq, log_end)
-                root_usage = await usage_at(store, tree[0], after, log_end)
-                if self.message is not None:
-                    await state.runtime.send_message(self.conversation.id, self.message)
-            except TaskwireError as exc:
-                raise _Refused(exc) from exc
+            log_end = await store.last_seq(root_id)
+            tree = await store.tree(root_id)
+            after = log_end if self.after_seq is None else min(self.after_seq, log_end)
+            root_usage = await usage_at(store, tree[0], after, log_end)
+            if self.message is not None:
+                await state.runtime.send_message(self.conversation.id, self.message)
             subagents = [r for r in tree if not r.is_root]
             stream = EventStream(
                 root_id,
@@ -169,13 +163,6 @@ class AguiStream(Response):
             await writer.frames(projection.stream_closed("too_slow", reason))
         elif not isinstance(error, (_Ended, OSError)):
             log.error("AG-UI stream of %s failed", self.conversation.id, exc_info=error)
-
-
-class _Refused(Exception):
-    """The stream cannot start: answer with ``error`` instead (nothing has been sent yet)."""
-
-    def __init__(self, error: TaskwireError) -> None:
-        self.error = error
 
 
 class _Writer:
