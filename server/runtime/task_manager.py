@@ -65,7 +65,13 @@ class TaskManager:
                 agent=child_agent_spec(host.record.agent, agent_type),
                 managed=True,
             )
-            await child.emit(MessageEvent(role="user", source="user", content=prompt))
+            try:
+                await child.emit(MessageEvent(role="user", source="user", content=prompt))
+            except asyncio.CancelledError:
+                # Cancelled between its start and its run (an interrupt while the prompt is
+                # stored): it still gets its one end, or its stream would say it runs forever.
+                await host.finish_subagent(child, status="cancelled", result="cancelled with its parent")
+                raise
             child.deliver_user_message(prompt)
             return await self._supervise(host, child, agent_type)
 

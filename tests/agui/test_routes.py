@@ -135,7 +135,9 @@ async def test_an_interrupt_ends_the_run_as_cancelled_with_its_sub_agents(keyed:
     async with keyed.client.stream("POST", "/agui", json=slow_run(thread)) as response:
         async for _, event in frames_of(response):
             sent.append(event)
-            if event["type"] == "SUBAGENT_STARTED" and len([e for e in sent if e["type"] == "SUBAGENT_STARTED"]) == 2:
+            # Both sub-agents running: they wait for their (slow) model when the interrupt lands.
+            running = [e for e in sent if e.get("name") == "taskwire.status" and "subagentRunId" in e and e["value"] == "running"]
+            if event in running and len(running) == 2:
                 assert (await keyed.client.post(f"/api/conversations/{thread}/interrupt")).status_code == 200
     assert_valid(sent)
     assert sent[-1]["type"] == "RUN_FINISHED" and sent[-1]["outcome"] == {"type": "cancelled"}
