@@ -30,6 +30,8 @@ class SubagentInfo:
     parent_subagent_id: str | None = None
     status: str | None = None
     """How it ended, once known (``completed``, ``error``, ``cancelled``); ``running`` or ``None`` before."""
+    label: str | None = None
+    """Its per-tree name as the models see it (``task-1``, ``task-1.2``)."""
 
     @classmethod
     def from_conversation(cls, record: ConversationRecord) -> SubagentInfo:
@@ -42,6 +44,7 @@ class SubagentInfo:
             record.parent_tool_use_id,
             parent,
             record.subagent_status,
+            record.label,
         )
 
     @classmethod
@@ -53,6 +56,7 @@ class SubagentInfo:
             event.get("description") or "",
             event.get("parent_tool_use_id"),
             event.get("parent_subagent_id"),
+            label=event.get("label"),
         )
 
     def started_event(self, *, restated: bool) -> dict[str, Any]:
@@ -63,8 +67,13 @@ class SubagentInfo:
             event["parentToolCallId"] = self.parent_tool_use_id
         if self.parent_subagent_id:
             event["parentSubagentRunId"] = self.parent_subagent_id
+        taskwire: dict[str, Any] = {}
+        if self.label:
+            taskwire["label"] = self.label
         if restated:
-            event["metadata"] = {"taskwire": {"restated": True}}
+            taskwire["restated"] = True
+        if taskwire:
+            event["metadata"] = {"taskwire": taskwire}
         return event
 
 

@@ -295,8 +295,8 @@ def test_a_cancelled_sub_agent_is_a_sub_agent_error_that_says_so() -> None:
 
 def test_a_resumed_stream_restates_the_sub_agents_still_open_ancestors_first() -> None:
     tree = [
-        SubagentInfo("sub-n", "general-purpose", "inner", "call-n", "sub-a", "running"),
-        SubagentInfo("sub-a", "explore", "outer", "call-a", None, "running"),
+        SubagentInfo("sub-n", "general-purpose", "inner", "call-n", "sub-a", "running", "task-1.1"),
+        SubagentInfo("sub-a", "explore", "outer", "call-a", None, "running", "task-1"),
     ]
     log, projection = Log(start=40), AguiProjection(THREAD, after_seq=40, subagents=tree)
     frames = feed(projection, log(ObservationEvent(tool_name="terminal", tool_call_id="x", content="ok"), "sub-n", "call-n"))
@@ -304,7 +304,7 @@ def test_a_resumed_stream_restates_the_sub_agents_still_open_ancestors_first() -
     assert [(e["type"], e.get("subagentRunId")) for e in sent] == [
         ("RUN_STARTED", None), ("SUBAGENT_STARTED", "sub-a"), ("SUBAGENT_STARTED", "sub-n"), ("TOOL_CALL_RESULT", "sub-n"),
     ]
-    assert sent[1]["metadata"] == {"taskwire": {"restated": True}} and sent[2]["parentSubagentRunId"] == "sub-a"
+    assert sent[1]["metadata"] == {"taskwire": {"label": "task-1", "restated": True}} and sent[2]["parentSubagentRunId"] == "sub-a"
     assert [sse_id for sse_id, _ in frames] == [40, 40, 40, 41]
 
 

@@ -65,7 +65,7 @@ async def test_a_dropped_stream_resumes_after_its_last_event_id_missing_nothing_
     # The resumed stream opens a run named as asked and restates the sub-agents still working.
     assert after[0][1]["type"] == "RUN_STARTED" and after[0][1]["runId"] == "run-1"
     restated = [e for _, e in after if e["type"] == "SUBAGENT_STARTED" and e.get("metadata")]
-    assert restated and all(e["metadata"] == {"taskwire": {"restated": True}} for e in restated)
+    assert restated and all(e["metadata"]["taskwire"]["restated"] is True for e in restated)
     assert after[-1][1]["type"] == "RUN_FINISHED" and "usage" not in after[-1][1]
     assert reference[-1][1]["usage"][0]["totalTokens"] > 0
     for stream in (after, reference):
@@ -92,7 +92,7 @@ async def test_a_follower_from_the_logs_end_sees_the_next_run_live(tmp_path: Pat
     sent = [e for _, e in followed]
     assert_valid(sent)
     assert sent[0]["type"] == "RUN_STARTED" and min(sse_id for sse_id, _ in followed) == log_end
-    # The script has no fourth turn for the main agent: the run fails, and says why.
+    # The strict script has no fourth turn for the main agent: the run fails, and says why.
     assert sent[-1]["type"] == "RUN_ERROR" and "script exhausted" in sent[-1]["message"] and sent[-1]["code"] == "script_error"
     user = [e for e in sent if e["type"] == "TEXT_MESSAGE_START" and e["role"] == "user"]
     assert len(user) == 1 and "subagentRunId" not in user[0]
