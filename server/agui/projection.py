@@ -12,9 +12,10 @@ sub-agents, usage. The table in ``docs/agui.md`` is the mapping, kind by kind.
   ``error`` -> ``RUN_ERROR``. Before a run ends, whatever it left open is closed, since AG-UI
   requires it. (An interrupt outcome, once taskwire asks for permissions, is one more end.)
 - Ids. An SSE event's ``id`` is the ``seq`` the stream is complete through: the events made
-  from one record carry the previous record's ``seq``, and the last of them the record's own.
-  A client that resumes with ``Last-Event-ID`` therefore never misses the rest of a record
-  cut off mid-way, and gets every record after it once.
+  from one record carry the previous record's ``seq``, and the last of them the record's own
+  (also in its ``metadata.taskwire.seq``, since AG-UI client libraries drop SSE ids). A client
+  that resumes with ``Last-Event-ID`` therefore never misses the rest of a record cut off
+  mid-way, and gets every record after it once.
 - Attribution. Every event of a sub-agent's stream carries ``subagentRunId`` = its
   ``subagent_id``; the root's carry none. With ``OH_FORWARD_SUBAGENT_EVENTS`` off the stream
   holds only the root's records, so nothing is attributed and no sub-agent is announced.
@@ -138,7 +139,10 @@ class AguiProjection:
         self._cursor = seq
         frames = [(previous, event) for event in events]
         if frames:
-            frames[-1] = (seq, events[-1])
+            last = events[-1]
+            # The resume point again, where AG-UI clients can read it (they drop SSE ids).
+            last.setdefault("metadata", {}).setdefault("taskwire", {})["seq"] = seq
+            frames[-1] = (seq, last)
         return frames
 
     # -- runs -----------------------------------------------------------------------------

@@ -53,6 +53,12 @@ def test_a_records_events_carry_the_seq_complete_through_and_the_last_its_own() 
     assert projection.cursor == 2
 
 
+def test_the_last_event_of_a_record_names_its_seq_for_clients_that_drop_sse_ids() -> None:
+    log, projection = Log(), AguiProjection(THREAD)
+    frames = feed(projection, log(ActionEvent(tool_name="think", tool_call_id="c1", arguments={})))
+    assert [e.get("metadata") for _, e in frames] == [None, None, None, {"taskwire": {"seq": 1}}]
+
+
 def test_ephemeral_deltas_carry_the_cursor() -> None:
     log, projection = Log(start=7), AguiProjection(THREAD, after_seq=7)
     frames = feed(projection, log(StreamingDeltaEvent(content="a")), log(StreamingDeltaEvent(content="b")))
@@ -85,6 +91,7 @@ def test_the_roots_status_ends_the_run_finished_paused_error() -> None:
         frames = feed(projection, log(status("running")), log(status(value)))
         last = events_of(frames)[-1]
         last.pop("timestamp")
+        assert last.pop("metadata") == {"taskwire": {"seq": log.seq}}  # the point to resume after
         assert last == end
         assert not projection.run_open and projection.runs_ended == 1
         assert_valid(events_of(frames))
@@ -100,7 +107,8 @@ def test_a_failed_run_reports_the_roots_last_agent_error() -> None:
     )
     sent = events_of(frames)
     assert sent[-3] == {"type": "CUSTOM", "name": "taskwire.agent_error",
-                        "value": {"error": "model unreachable", "code": "llm_error"}, "timestamp": sent[-3]["timestamp"]}
+                        "value": {"error": "model unreachable", "code": "llm_error"},
+                        "metadata": {"taskwire": {"seq": 2}}, "timestamp": sent[-3]["timestamp"]}
     assert sent[-1]["type"] == "RUN_ERROR" and sent[-1]["message"] == "model unreachable" and sent[-1]["code"] == "llm_error"
 
 
@@ -222,7 +230,7 @@ def test_an_observation_is_the_calls_result_with_its_status() -> None:
     (_, result), = feed(projection, log(observation))[1:]
     assert result == {
         "type": "TOOL_CALL_RESULT", "messageId": observation.id, "toolCallId": "c1", "content": "boom", "role": "tool",
-        "metadata": {"taskwire": {"status": "failed", "is_error": True}}, "timestamp": result["timestamp"],
+        "metadata": {"taskwire": {"status": "failed", "is_error": True, "seq": 1}}, "timestamp": result["timestamp"],
     }
 
 
@@ -251,7 +259,7 @@ def test_a_peer_calls_result_is_its_content_text_else_its_raw_output() -> None:
     )
     results = [e for e in events_of(frames) if e["type"] == "TOOL_CALL_RESULT"]
     assert [(r["content"], r["metadata"]["taskwire"]) for r in results] == [
-        ("from blocks", {"status": "completed"}), ('{"x": 1}', {"status": "failed", "is_error": True}),
+        ("from blocks", {"status": "completed", "seq": 1}), ('{"x": 1}', {"status": "failed", "is_error": True, "seq": 2}),
     ]
 
 
@@ -341,7 +349,8 @@ def test_run_usage_counts_the_roots_calls_since_it_started_running_and_its_sub_a
     )
     sent = events_of(frames)
     assert sent[2] == {"type": "CUSTOM", "name": "taskwire.usage", "value": {"input_tokens": 1100, "output_tokens": 20,
-                       "cache_read_tokens": 50, "llm_calls": 4}, "timestamp": sent[2]["timestamp"]}
+                       "cache_read_tokens": 50, "llm_calls": 4}, "metadata": {"taskwire": {"seq": 2}},
+                       "timestamp": sent[2]["timestamp"]}
     assert sent[-1]["usage"] == [{"inputTokens": 190, "outputTokens": 26, "totalTokens": 216, "cachedInputTokens": 50}]
 
 

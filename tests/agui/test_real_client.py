@@ -57,7 +57,7 @@ async def test_each_subagents_events_carry_its_run_id_and_each_start_names_its_s
             "type": "SUBAGENT_STARTED", "subagentRunId": s["subagent_id"], "name": "general-purpose",
             "description": s["description"], "parentToolCallId": s["parent_tool_use_id"],
             **({"parentSubagentRunId": s["parent_subagent_id"]} if s["parent_subagent_id"] else {}),
-            "metadata": {"taskwire": {"label": s["label"]}},
+            "metadata": {"taskwire": {"label": s["label"], "seq": starts[s["subagent_id"]]["metadata"]["taskwire"]["seq"]}},
             "timestamp": starts[s["subagent_id"]]["timestamp"],
         }
         for s in subagents

@@ -70,6 +70,11 @@ async def test_a_dropped_stream_resumes_after_its_last_event_id_missing_nothing_
     assert reference[-1][1]["usage"][0]["totalTokens"] > 0
     for stream in (after, reference):
         assert_valid([e for _, e in stream])
+        # The id moves only at the event that completes a record, which names it in its
+        # metadata too (for AG-UI clients, which drop SSE ids).
+        for (previous, _), (sse_id, event) in zip(stream, stream[1:]):
+            named = event.get("metadata", {}).get("taskwire", {}).get("seq")
+            assert named == sse_id if sse_id != previous else named is None, event
     assert_accepted(followed)
     assert comparable([(0, e) for e in events(followed)]) == comparable(after)
 
