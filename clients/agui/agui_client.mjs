@@ -9,7 +9,7 @@
 //          {"op": "connect", "threadId", "lastEventId"?, "query"?},
 //          {"op": "validate", "events": [event]}]}      (schemas only: events made elsewhere)
 // out:  {"steps": [{"op", "threadId", "frames": [{"id", "event"}], "received": [event],
-//                   "result", "newMessages", "error", "schemaErrors", "warnings"}]}
+//                   "result", "newMessages", "lastSeq", "error", "schemaErrors", "warnings"}]}
 
 import { HttpAgent, runHttpRequest, transformHttpEventStream } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
@@ -113,6 +113,8 @@ async function runStep(plan, step) {
     out.error = String(error?.message ?? error);
   }
   await Promise.all(reading);
+  // What a client that keeps the last metadata.taskwire.seq it was handed would resume after.
+  out.lastSeq = received.reduce((seq, event) => event.metadata?.taskwire?.seq ?? seq, null);
   out.schemaErrors = schemaErrors(frames);
   out.warnings = warnings.slice(start);
   return out;

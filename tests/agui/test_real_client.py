@@ -78,7 +78,9 @@ async def test_each_subagents_events_carry_its_run_id_and_each_start_names_its_s
     assert all(checked.values()), checked  # the root and all three sub-agents were seen
     assert all(e["subagentRunId"] in starts for e in sent if "subagentRunId" in e)
     assert not any("subagentRunId" in e for e in sent if e["type"] in RUN_SCOPED)
-    # The client's pipeline passed every event on with the same attribution.
+    # The client's pipeline passed every event on with the same attribution, and the seq to
+    # resume after, which it read from the events themselves.
+    assert step["lastSeq"] == int(step["frames"][-1]["id"])
     assert [e.get("subagentRunId") for e in step["received"]] == [e.get("subagentRunId") for e in sent]
     # ... and files the nested sub-agent's tool result under it in its message history.
     leaf_results = [m for m in step["newMessages"] if m["role"] == "tool" and m.get("subagentRunId") == nested["subagent_id"]]
