@@ -10,7 +10,8 @@ from typing import Any
 from tests.agui.checks import assert_valid
 from tests.agui.client import assert_accepted, events, run_client
 from tests.agui.sse_client import Frame, frames_of, read_all, run_input
-from tests.api.helpers import scripted_agent
+from tests.api.helpers import all_events, create, scripted_agent
+from tests.api.socket_client import produce
 from tests.servers import isolated_settings, taskwire_server, wait_for_status
 
 SCRIPT = str(Path(__file__).parent / "scripts" / "slow_subagents.yaml")
@@ -101,3 +102,38 @@ async def test_a_follower_from_the_logs_end_sees_the_next_run_live(tmp_path: Pat
     assert sent[-1]["type"] == "RUN_ERROR" and "script exhausted" in sent[-1]["message"] and sent[-1]["code"] == "script_error"
     user = [e for e in sent if e["type"] == "TEXT_MESSAGE_START" and e["role"] == "user"]
     assert len(user) == 1 and "subagentRunId" not in user[0]
+
+
+async def test_a_client_a_whole_queue_behind_is_told_where_to_resume_and_misses_nothing(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path, ws_queue_size=8)) as server:
+        conversation = (await create(server, agent=scripted_agent(SCRIPT), run=False))["id"]
+        await produce(server, conversation, 5)
+        before: list[Frame] = []
+        async with server.client.stream("GET", f"/agui/{conversation}") as response:
+            frames = frames_of(response)
+            before.append(await anext(frames))  # then stop reading, while the agent goes on regardless
+            subscription = server.app.state.bus.subscriptions(conversation)[0]
+            produced = 0
+            while not subscription.overflowed:  # the connection's buffers full, then the queue
+                assert produced < 20_000, "the server kept sending to a client that reads nothing"
+                await produce(server, conversation, 50, noise=32_000)
+                produced += 50
+            before += [frame async for frame in frames]
+        closed = before[-1][1]
+        assert (closed["type"], closed["name"], closed["value"]["code"]) == ("CUSTOM", "taskwire.stream_closed", "too_slow")
+        resume = closed["value"]["lastEventId"]
+        stored = await all_events(server, conversation)
+        assert resume < stored[-1]["seq"]
+        headers = {"Last-Event-ID": str(resume)}
+        async with server.client.stream("GET", f"/agui/{conversation}", headers=headers) as response:
+            after = []
+            async for frame in frames_of(response):
+                after.append(frame)
+                if frame[0] == stored[-1]["seq"]:
+                    break
+
+    def messages(frames: list[Frame]) -> list[str]:
+        return [e["messageId"] for _, e in frames if e["type"] == "TEXT_MESSAGE_START"]
+
+    whole = complete_through(before, resume)
+    assert messages(whole) + messages(after) == [e["id"] for e in stored if e["kind"] == "MessageEvent"]
