@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     webhooks: list[WebhookSpec] = Field(default_factory=list)
     """Webhook receivers (JSON list of objects with at least ``url``)."""
     ws_queue_size: int = 10_000
-    """Events buffered per WebSocket client before it is closed as too slow."""
+    """Events buffered per WebSocket (or AG-UI SSE) client before it is closed as too slow."""
     max_subscribers: int = 1_000
     """Concurrent live subscribers (sockets, SSE) per server; past it new ones are refused."""
     max_parallel_subagents: int = 8

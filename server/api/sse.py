@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 from server.agui import KEEPALIVE, MEDIA_TYPE, AguiProjection, Frame, SubagentInfo, encode_frames
 from server.api.sockets import pump
 from server.bus import Subscription
-from server.errors import Unavailable
+from server.errors import ConversationNotFound, Unavailable
 from server.store import ConversationRecord, EventQuery, Store
 from server.stream import EventStream, SubagentNode
 
@@ -97,6 +97,8 @@ class AguiStream(Response):
             # what came before is in the store, and the stream drops the overlap.
             log_end = await store.last_seq(root_id)
             tree = await store.tree(root_id)
+            if not tree:
+                raise ConversationNotFound(root_id)  # deleted since the route found it
             after = log_end if self.after_seq is None else min(self.after_seq, log_end)
             root_usage = await usage_at(store, tree[0], after, log_end)
             if self.message is not None:
