@@ -7,6 +7,7 @@ import contextlib
 import signal
 import subprocess
 import sys
+import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,7 +107,9 @@ class ServerProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}"
         self.log_path = folder / f"{name}.log"
-        self.env = {**env, "OH_REPLICA_ID": name, "OH_WORKSPACE_PATH": str(folder / name)}
+        # Unique on the machine: tests of other runs may share the Redis (and its command channels).
+        self.replica_id = f"{name}-{uuid.uuid4().hex[:8]}"
+        self.env = {**env, "OH_REPLICA_ID": self.replica_id, "OH_WORKSPACE_PATH": str(folder / name)}
         self.process: subprocess.Popen[bytes] | None = None
         self.client = httpx.AsyncClient(base_url=self.url, timeout=30)
 

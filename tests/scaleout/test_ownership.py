@@ -4,6 +4,7 @@ Redis): where commands run, and that a replica never runs from an out-of-date me
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,11 @@ COUNTING = json.dumps({"lanes": [{"name": "main", "turns": [{"text": "one"}, {"t
 @pytest.fixture
 async def pair(database_url: str, tmp_path: Path) -> AsyncIterator[tuple[RunningServer, RunningServer]]:
     need_redis()
+    run = uuid.uuid4().hex[:8]  # replica ids unique on the machine: other runs may share the Redis
 
     def settings(name: str) -> Any:
         return isolated_settings(tmp_path / name, database_url=database_url, redis_url=REDIS_URL,
-                                 replica_id=name, llm_script=COUNTING, lease_seconds=3)
+                                 replica_id=f"{name}-{run}", llm_script=COUNTING, lease_seconds=3)
 
     async with taskwire_server(settings("in-process-a")) as a, taskwire_server(settings("in-process-b")) as b:
         yield a, b

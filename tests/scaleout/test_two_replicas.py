@@ -36,7 +36,7 @@ async def lease_holder(database_url: str, conversation_id: str) -> str | None:
 async def test_a_client_on_replica_b_sees_a_run_on_replica_a_and_its_message_reaches_a(cluster: Cluster) -> None:
     b = cluster.b
     async with watched_run(cluster) as (conversation_id, client):
-        assert await lease_holder(cluster.database_url, conversation_id) == "replica-a"
+        assert await lease_holder(cluster.database_url, conversation_id) == cluster.a.replica_id
         sent = await b.client.post(f"/api/conversations/{conversation_id}/events",
                                    json={"role": "user", "content": NOTE, "run": True})
         assert sent.status_code == 202, sent.text
@@ -93,7 +93,7 @@ async def test_commands_sent_to_b_run_on_a_and_their_errors_come_back(cluster: C
     # Not running: owned by nobody, so the replica asked runs it.
     resumed = await b.client.post(f"/api/conversations/{conversation_id}/run")
     assert resumed.status_code == 200, resumed.text
-    assert await lease_holder(cluster.database_url, conversation_id) == "replica-b"
+    assert await lease_holder(cluster.database_url, conversation_id) == cluster.b.replica_id
     await wait_until(lambda: _status_is(a, conversation_id, "finished"), timeout=60, what="the run on B to finish")
 
 
