@@ -14,6 +14,7 @@ Our exception hierarchy::
     │   └── InvalidBody               422
     ├── Unauthorized                  401 / close 4001
     ├── Unavailable                   503
+    │   └── StoreUnavailable          the database cannot be written or read now
     ├── BackendError                  becomes an AgentErrorEvent
     │   ├── LLMError
     │   ├── ACPError
@@ -114,6 +115,19 @@ class Unavailable(TaskwireError):
         super().__init__(detail, code=code)
         self.retry_after = retry_after
         """Seconds after which the same request may succeed (sent as ``Retry-After``)."""
+
+
+class StoreUnavailable(Unavailable):
+    """The store cannot serve the request now: the disk is full or read-only, the database
+    stayed locked past ``OH_STORE_TIMEOUT``, the connection was lost. Nothing was half
+    written, and the store reconnects by itself once the cause is gone."""
+
+    code = "store_unavailable"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"the store is unavailable: {detail}", retry_after=1)
+        self.reason = detail
+        """The cause alone (what ``/ready`` shows)."""
 
 
 class BackendError(TaskwireError):

@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     """This replica's name in ownership leases; default host name and pid."""
     lease_seconds: float = 15.0
     """A conversation's ownership lapses after this long without renewal."""
+    store_timeout: float = Field(10.0, gt=0)
+    """Seconds a store operation waits for the database (SQLite's write lock, a PostgreSQL
+    connection) before it fails: the request answers 503 ``store_unavailable``."""
 
     llm_api: Literal["openai", "anthropic", "scripted"] = "scripted"
     """Default LLM dialect for native agents."""

@@ -34,7 +34,7 @@ async def hosted(settings: Settings, hooks: Hooks) -> AsyncIterator[Services]:
     """Open the store and the bus, recover conversations a previous process left running,
     start the runtime; on exit stop every run (each is left ``paused``) and close them all."""
     settings.workspace_path.mkdir(parents=True, exist_ok=True)
-    store = open_store(settings.resolved_database_url())
+    store = open_store(settings.resolved_database_url(), timeout=settings.store_timeout)
     await store.open()
     try:
         bus = open_bus(settings.redis_url)

@@ -77,13 +77,14 @@ def run_serve(args: argparse.Namespace) -> int:
 async def store_problem(settings: Settings) -> str | None:
     """Open (and migrate) the store once before serving, so a refusal reads as one line, not a
     start-up traceback."""
+    from server.errors import StoreUnavailable
     from server.store import open_store
     from server.store.schema import SchemaVersionError
 
     try:
-        store = open_store(settings.resolved_database_url())
+        store = open_store(settings.resolved_database_url(), timeout=settings.store_timeout)
         await store.open()
-    except (SchemaVersionError, OSError, ValueError) as exc:
+    except (SchemaVersionError, StoreUnavailable, OSError, ValueError) as exc:
         return str(exc)
     await store.close()
     return None

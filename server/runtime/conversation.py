@@ -4,6 +4,11 @@ It owns the conversation's run task, its inbox of user messages and its status, 
 one place events enter the system: ``emit`` stamps (sub-agents), appends to the store, then
 hands the record to the conversation's sink (the root's topic publisher, or the forwarding
 callback of a sub-agent).
+
+A change that takes several writes (a status: its row, then its event; a sub-agent's start or
+end) runs whole, as the store's own (``Store.own``), after this conversation's previous ones:
+a run cancelled in the middle of one leaves the row and the stream agreeing, and its clean-up
+(``paused``, closed tool calls) is written after it.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, TypeVar
 
 from server.events import (
     ConversationStateUpdateEvent,
@@ -26,6 +31,7 @@ from server.events.ids import new_id
 from server.runtime.forwarding import RecordSink, TopicPublisher, forwarder, stamp
 from server.settings import Settings
 from server.store import ConversationRecord, Store
+from server.store.owned import settle
 from server.store.rows import event_record
 
 if TYPE_CHECKING:
@@ -34,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BackendFactory = Callable[["ConversationHost"], Awaitable["AgentBackend"]]
+T = TypeVar("T")
 
 
 class ConversationHost:
@@ -75,6 +82,7 @@ class ConversationHost:
         """A sub-agent run by the task manager (see ``start_subagent``)."""
         self.cancel_pending = False
         """Cancelled before its run task existed: the task manager cancels it as it starts."""
+        self._writes = asyncio.Lock()  # this conversation's multi-write changes, one at a time
 
     # -- identity -----------------------------------------------------------------------
 
@@ -115,24 +123,25 @@ class ConversationHost:
             self._store.submit(self.conversation_id, self.root_id, event, self._sink or _ignore)
             await self._store.room()
             return
-        record = await self._store.append(self.conversation_id, self.root_id, event)
-        # No await between append and publish: appends resume in seq order, so records are
-        # published in seq order (see EventStore.append).
-        if self._sink is not None:
-            self._sink(record)
+        # The store publishes it once durable, in seq order (see EventStore.append), even if
+        # this caller is cancelled while it waits.
+        await self._store.append(self.conversation_id, self.root_id, event, self._sink)
 
     async def emit_in(self, conversation_id: str, event: Event) -> None:
         """Record an already-stamped event in a stream of this tree that has no live host (a
         sub-agent of a run that died), publishing it as its own host would have."""
-        record = await self._store.append(conversation_id, self.root_id, event)
-        if conversation_id == self.conversation_id or self.settings.forward_subagent_events:
-            self._publisher.publish(record)
+        own = conversation_id == self.conversation_id or self.settings.forward_subagent_events
+        await self._store.append(conversation_id, self.root_id, event, self._publisher.publish if own else None)
 
     async def emit_status_snapshot(self) -> None:
         """Record the current status (a new conversation's first event: ``idle``)."""
         await self.emit(ConversationStateUpdateEvent(key="status", value=self.record.status))
 
     async def set_status(self, status: str) -> None:
+        """Record ``status``: the row, then its event, whole (see the module docstring)."""
+        await self.whole(self._record_status(status))
+
+    async def _record_status(self, status: str) -> None:
         if self.record.status == status:
             return
         # Events emitted without waiting are stored first: when REST shows the new status, the
@@ -144,11 +153,25 @@ class ConversationHost:
 
     async def add_usage(self, usage: Usage) -> None:
         """Add one model call's usage to this conversation's, and tell subscribers the total."""
+        await self.whole(self._record_usage(usage))
+
+    async def _record_usage(self, usage: Usage) -> None:
         self.record = await self._store.update_conversation(
             self.conversation_id, usage=self.record.usage + usage
         )
         total = self.record.usage.model_dump()
         await self.emit(ConversationStateUpdateEvent(key="usage", value=total), wait=False)
+
+    async def whole(self, change: Coroutine[Any, Any, T]) -> T:
+        """Run ``change`` (writes of this conversation that belong together) to its end as the
+        store's own, after this conversation's earlier ones. A caller cancelled meanwhile
+        waits for it to end, then sees its ``CancelledError`` (``store.owned.settle``)."""
+
+        async def in_turn() -> T:
+            async with self._writes:
+                return await change
+
+        return await settle(self._store.own(in_turn()))
 
     # -- inbox and control ----------------------------------------------------------------
 
@@ -189,7 +212,8 @@ class ConversationHost:
         if self.running and self.task is not asyncio.current_task():
             assert self.task is not None
             self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
+            # wait, not gather: a caller cancelled here must not cancel the run's clean-up
+            await asyncio.wait({self.task})
         if self._backend is not None:
             await self._backend.close()
             self._backend = None
@@ -232,37 +256,55 @@ class ConversationHost:
         child.managed = managed
         # Findable (and so cancellable) from the moment its row can be read.
         self.children[record.id] = child
-        try:
+        started = False
+
+        async def start() -> None:
+            nonlocal started
             await self._store.create_conversation(record)
+            await child.emit(
+                SubagentStartedEvent(
+                    subagent_type=subagent_type,
+                    description=description,
+                    parent_subagent_id=self.conversation_id if self.is_subagent else None,
+                    label=record.label,
+                )
+            )
+            started = True
+
+        try:
+            await child.whole(start())
+        except asyncio.CancelledError:
+            if started:  # started whole before the cancel landed: end it too
+                await self.finish_subagent(child, status="cancelled", result="cancelled before it ran")
+            else:
+                self.children.pop(record.id, None)
+            raise
         except BaseException:
             self.children.pop(record.id, None)
             raise
-        await child.emit(
-            SubagentStartedEvent(
-                subagent_type=subagent_type,
-                description=description,
-                parent_subagent_id=self.conversation_id if self.is_subagent else None,
-                label=record.label,
-            )
-        )
         return child
 
     async def finish_subagent(
         self, child: ConversationHost, *, status: str, result: str, usage: Usage | None = None
     ) -> None:
-        await self._store.flush()  # as in set_status: the row never runs ahead of the stream
-        child.record = await self._store.update_conversation(
-            child.conversation_id, subagent_status=status, result=result
-        )
-        await child.emit(
-            SubagentFinishedEvent(
-                status=status,  # type: ignore[arg-type]
-                result=result,
-                usage=usage if usage is not None else child.record.usage,
+        async def finish() -> None:
+            await self._store.flush()  # as in set_status: the row never runs ahead of the stream
+            child.record = await self._store.update_conversation(
+                child.conversation_id, subagent_status=status, result=result
             )
-        )
-        await child.close()
-        self.children.pop(child.conversation_id, None)
+            await child.emit(
+                SubagentFinishedEvent(
+                    status=status,  # type: ignore[arg-type]
+                    result=result,
+                    usage=usage if usage is not None else child.record.usage,
+                )
+            )
+
+        try:
+            await child.whole(finish())
+        finally:
+            await child.close()
+            self.children.pop(child.conversation_id, None)
 
     def subagent_slots(self, limit: int) -> asyncio.Semaphore:
         """Bounds how many sub-agents of this conversation run at once."""

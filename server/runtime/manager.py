@@ -21,6 +21,7 @@ from server.errors import (
     Conflict,
     ConversationNotFound,
     ConversationRunning,
+    StoreUnavailable,
     SubagentNotFound,
     Unavailable,
 )
@@ -35,6 +36,7 @@ from server.runtime.task_manager import TaskManager
 from server.runtime.tree import subagent_entries
 from server.settings import Settings
 from server.store import ConversationRecord, Store
+from server.store.owned import settle
 
 if TYPE_CHECKING:
     from server.hooks import Hooks
@@ -176,12 +178,17 @@ class Runtime:
                 sink=publisher.publish,
                 backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks),
             )
+            if record.status == "running":
+                # Nothing runs it here (the process that ran it is gone, or its run failed on
+                # the store): close its open calls honestly, then it is paused. Whole, and
+                # before anyone is handed the host.
+                await settle(self.store.own(self._recover(host)))
             self._roots[conversation_id] = host
-        if record.status == "running":
-            # The process that ran it is gone: close its open calls honestly, then it is paused.
-            await close_interrupted_calls(self.store, host)
-            await host.set_status("paused")
         return host
+
+    async def _recover(self, host: ConversationHost) -> None:
+        await close_interrupted_calls(self.store, host)
+        await host.set_status("paused")
 
     def loaded(self, conversation_id: str) -> ConversationHost | None:
         """The host of a root this process holds in memory, if any."""
@@ -223,39 +230,54 @@ class Runtime:
         host.task = asyncio.create_task(self._run_root(host, started), name=f"run {conversation_id}")
         # Return once `running` is recorded, so a client that reads the status next sees this run.
         waiter = asyncio.create_task(started.wait())
-        await asyncio.wait({waiter, host.task}, return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
+        try:
+            await asyncio.wait({waiter, host.task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
 
     async def _run_root(self, host: ConversationHost, started: asyncio.Event) -> None:
         try:
             await self.drive(host, started)
         except BackendError:
             pass  # recorded in the stream by drive()
+        except StoreUnavailable as exc:
+            # What the run could not record is missing from the store (a status, a closing
+            # observation): forget the host, so the next command loads it again and the
+            # recovery in ``host`` closes what it left open once the store writes again.
+            log.warning("conversation %s stopped: %s", host.conversation_id, exc.detail)
+            if self._roots.get(host.conversation_id) is host:
+                del self._roots[host.conversation_id]
+            await host.close()
 
     async def drive(self, host: ConversationHost, started: asyncio.Event | None = None) -> str | None:
         """Run ``host``'s backend once, recording status changes and failures in its stream.
-        Raises ``BackendError`` (already recorded) so a parent can report its sub-agent's failure."""
+        Raises ``BackendError`` (already recorded) so a parent can report its sub-agent's failure.
+
+        Whatever ends the run, cancellation included, and wherever it lands, the last thing
+        recorded is its final status (``finished``, ``paused``, ``error``)."""
         host.clear_pause()
-        await host.set_status("running")
-        if started is not None:
-            started.set()
+        outcome = "paused"  # a run cut short (interrupted, cancelled) ends paused
         try:
+            await host.set_status("running")
+            if started is not None:
+                started.set()
             backend = await host.backend()
             answer = await backend.run(host)
+            outcome = "paused" if host.pause_requested and answer is None else "finished"
+            return answer
         except asyncio.CancelledError:
-            await host.set_status("paused")
             raise
-        except BackendError as exc:
+        except (BackendError, StoreUnavailable) as exc:
+            outcome = "error"
             await host.emit(AgentErrorEvent(error=exc.detail, code=exc.code))
-            await host.set_status("error")
             raise
         except Exception as exc:  # our bug: keep serving, record it, log the traceback
+            outcome = "error"
             log.exception("conversation %s failed", host.conversation_id)
             await host.emit(AgentErrorEvent(error=f"internal error: {exc!r}", code="internal_error"))
-            await host.set_status("error")
             raise BackendError(f"internal error: {exc!r}", code="internal_error") from exc
-        await host.set_status("paused" if host.pause_requested and answer is None else "finished")
-        return answer
+        finally:
+            await host.set_status(outcome)
 
     @owned
     async def pause(self, conversation_id: str) -> None:
@@ -268,7 +290,8 @@ class Runtime:
         host = await self.host(conversation_id)
         if host.task is not None and not host.task.done():
             host.task.cancel()
-            await asyncio.gather(host.task, return_exceptions=True)
+            # wait, not gather: this caller cancelled must not cancel the run's clean-up too
+            await asyncio.wait({host.task})
 
     async def wait(self, conversation_id: str, timeout: float | None = None) -> ConversationRecord:
         """Wait for the current run to end; returns the record."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from server.errors import BackendError
+from server.errors import BackendError, StoreUnavailable
 from server.events import MessageEvent
 from server.runtime.agent_types import SubagentType
 from server.runtime.conversation import ConversationHost
@@ -83,15 +83,16 @@ class TaskManager:
         try:
             answer = await asyncio.shield(child.task)
         except asyncio.CancelledError:
-            if not child.task.done():
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
                 # The parent itself is being cancelled: take the child down with it.
                 child.task.cancel()
-                await asyncio.gather(child.task, return_exceptions=True)
+                await asyncio.wait({child.task})
                 await host.finish_subagent(child, status="cancelled", result="cancelled with its parent")
                 raise
             await host.finish_subagent(child, status="cancelled", result="cancelled")
             return ToolResult(f"Sub-agent {label} was cancelled before it finished.", is_error=True)
-        except BackendError as exc:
+        except (BackendError, StoreUnavailable) as exc:
             await host.finish_subagent(child, status="error", result=exc.detail)
             return ToolResult(f"Sub-agent {label} failed: {exc.detail}", is_error=True)
         answer = answer or ""

@@ -13,14 +13,16 @@ from server.store.base import (
 __all__ = ["ConversationPage", "ConversationRecord", "EventPage", "EventQuery", "Store", "open_store"]
 
 
-def open_store(url: str) -> Store:
-    """A store for ``url`` (``sqlite:///path`` or ``postgresql://...``), not yet opened."""
+def open_store(url: str, *, timeout: float = 10.0) -> Store:
+    """A store for ``url`` (``sqlite:///path`` or ``postgresql://...``), not yet opened. A
+    write waits at most about ``timeout`` seconds for the database (SQLite's lock, a
+    PostgreSQL connection) before it fails with ``StoreUnavailable``."""
     if url.startswith("sqlite:"):
         from server.store.sqlite import SQLiteStore
 
-        return SQLiteStore(url)
+        return SQLiteStore(url, timeout=timeout)
     if url.startswith(("postgresql:", "postgres:")):
         from server.store.postgres import PostgresStore
 
-        return PostgresStore(url)
+        return PostgresStore(url, timeout=timeout)
     raise ValueError(f"unsupported OH_DATABASE_URL {url!r}: use sqlite:///path or postgresql://...")

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Literal, Protocol, Sequence
+import asyncio
+from typing import Any, Callable, Coroutine, Literal, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel, Field
 
 from server.events import Event, EventRecord, Usage
 from server.events.models import ConversationStatus, utc_now
 
+T = TypeVar("T")
 SortOrder = Literal["TIMESTAMP", "TIMESTAMP_DESC"]
 MAX_PAGE = 100
 
@@ -92,13 +94,18 @@ class ConversationPage:
 class EventStore(Protocol):
     """The durable log. One tree (a root and all its sub-agents) shares one ``seq`` counter."""
 
-    async def append(self, conversation_id: str, root_id: str, event: Event) -> EventRecord:
+    async def append(
+        self, conversation_id: str, root_id: str, event: Event, on_stored: Callable[[EventRecord], None] | None = None
+    ) -> EventRecord:
         """Store ``event`` in ``conversation_id``'s stream of tree ``root_id``.
 
         Assigns ``seq`` (strictly increasing per tree), sets ``event.seq``, serializes the
         event once. Durable on return. Concurrent appends are committed together; their
         awaits resume in ``seq`` order, so a caller that publishes right after the await (with
-        no other await in between) publishes in ``seq`` order.
+        no other await in between) publishes in ``seq`` order. ``on_stored`` is called with
+        the record once it is durable, in that same order, whether or not the caller still
+        waits: a caller cancelled while it waits leaves its event stored, and published by
+        ``on_stored``. Raises ``StoreUnavailable`` when the database fails.
         """
         ...
 
@@ -174,8 +181,29 @@ class ConversationStore(Protocol):
 
 
 class Store(EventStore, ConversationStore, Protocol):
-    """What a backend provides: both interfaces plus a lifecycle."""
+    """What a backend provides: both interfaces plus a lifecycle.
 
-    async def open(self) -> None: ...
+    Every write is the store's own (``store/owned.py``): it runs in a task of the store's, so
+    a caller cancelled while it waits never cuts it half way; the write commits whole or not
+    at all, and the next one works. A database that fails (a full or read-only disk, a lock
+    held past the timeout, a lost connection) raises ``StoreUnavailable``; the store reopens
+    its connections by itself once the cause is gone.
+    """
 
-    async def close(self) -> None: ...
+    async def open(self) -> None:
+        """Connect and migrate. Cancelled, it ends what it started, closes, then raises."""
+        ...
+
+    async def close(self) -> None:
+        """Wait for the writes in progress (``own``-ed ones too), then release everything."""
+        ...
+
+    def own(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """Run ``work``, a write of several steps that belong together (a status row and its
+        event), in a task the store owns: it runs to its end whatever happens to whoever
+        awaits it, and ``close`` waits for it. Await it with ``store.owned.settle``."""
+        ...
+
+    async def ready(self) -> str | None:
+        """``None`` when the store reads and takes a write now, else the reason it does not."""
+        ...

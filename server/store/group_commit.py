@@ -15,7 +15,13 @@ by overriding ``GroupCommit._commit`` (see there).
 
 If a batch fails (a duplicate event id, an event that does not serialize, a row another
 process wrote), its events are retried one transaction each with ``seq`` re-read from the
-database, so only the faulty event's append fails.
+database, so only the faulty event's append fails. If the database itself fails
+(``StoreUnavailable``: a full disk, a lock held too long, a lost connection), the batch fails
+as a whole, at once: retrying it event by event would only wait out the same fault again.
+
+The writer task is the store's own: nobody cancels it, so a caller that stops waiting (it was
+cancelled) never stops a write; its event is stored all the same, and its ``on_stored``
+callback runs.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
+from server.errors import StoreUnavailable
 from server.events import Event, EventRecord
 from server.store.rows import event_record
 
@@ -108,13 +115,16 @@ class GroupCommit:
             await self._task
             self._task = None
 
-    async def append(self, conversation_id: str, root_id: str, event: Event) -> EventRecord:
+    async def append(
+        self, conversation_id: str, root_id: str, event: Event, on_stored: OnStored | None = None
+    ) -> EventRecord:
         """Queue ``event`` and wait until it is stored; see ``EventStore.append``.
 
-        Once queued, the event is written even if the caller stops waiting.
+        Once queued, the event is written (and ``on_stored`` called) even if the caller stops
+        waiting.
         """
         future: asyncio.Future[EventRecord] = asyncio.get_running_loop().create_future()
-        self._enqueue(_Append(conversation_id, root_id, event, future, event.seq))
+        self._enqueue(_Append(conversation_id, root_id, event, future, event.seq, on_stored))
         return await future
 
     def submit(self, conversation_id: str, root_id: str, event: Event, on_stored: OnStored) -> None:
@@ -200,6 +210,10 @@ class GroupCommit:
             return True
         try:
             await written.task
+        except StoreUnavailable as exc:
+            self._unprepare(written.batch)
+            self._fail_all(written.batch, exc)
+            return False
         except Exception:
             self._unprepare(written.batch)
             await self._commit_one_by_one(written.batch)
@@ -234,11 +248,15 @@ class GroupCommit:
             self.forget(item.root_id)
 
     async def _commit_one_by_one(self, batch: list[_Append]) -> None:
-        for item in batch:
+        for n, item in enumerate(batch):
             try:
                 item.event.seq = await self._writer.last_seq(item.root_id) + 1
                 record = event_record(item.conversation_id, item.root_id, item.event)
                 await self._writer.write([record])
+            except StoreUnavailable as exc:
+                item.event.seq = item.seq_before
+                self._fail_all(batch[n:], exc)
+                return
             except Exception as exc:
                 item.event.seq = item.seq_before
                 self._fail(item, exc)
@@ -247,22 +265,32 @@ class GroupCommit:
                 self._resolve(item, record)
 
     def _resolve(self, item: _Append, record: EventRecord) -> None:
-        """Hand ``record`` to whoever queued ``item``: its waiting caller, or its callback
-        (scheduled, not called, so that both run in the order they were resolved)."""
-        if item.future is None:
-            asyncio.get_running_loop().call_soon(item.on_stored, record)  # type: ignore[arg-type]
-        elif not item.future.done():  # the caller may have stopped waiting
+        """Hand ``record`` to whoever queued ``item``: its callback (scheduled, not called, so
+        that callbacks and woken callers run in the order they were resolved), then its
+        waiting caller, if it still waits."""
+        if item.on_stored is not None:
+            asyncio.get_running_loop().call_soon(item.on_stored, record)
+        if item.future is not None and not item.future.done():
             item.future.set_result(record)
         self._settled()
 
-    def _fail(self, item: _Append, exc: BaseException) -> None:
+    def _fail(self, item: _Append, exc: BaseException, *, logged: bool = False) -> None:
         """Tell whoever queued ``item`` that it was not stored; nobody waits on a submitted
-        event, so that failure is logged."""
+        event, so that failure is logged (unless ``logged`` already)."""
         if item.future is None:
-            log.error("a %s of conversation %s was not stored", item.event.kind, item.conversation_id, exc_info=exc)
+            if not logged:
+                log.error("a %s of conversation %s was not stored", item.event.kind, item.conversation_id, exc_info=exc)
         elif not item.future.done():
             item.future.set_exception(exc)
         self._settled()
+
+    def _fail_all(self, items: Sequence[_Append], exc: StoreUnavailable) -> None:
+        """The database failed under ``items``: fail them all, logging the submitted ones once."""
+        submitted = sum(1 for item in items if item.future is None)
+        if submitted:
+            log.error("%d submitted event(s) were not stored: %s", submitted, exc.detail)
+        for item in items:
+            self._fail(item, exc, logged=True)
 
     def _settled(self) -> None:
         self._settled_count += 1

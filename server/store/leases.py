@@ -4,6 +4,9 @@ A lease names its owner (a replica id) and lapses at ``expires_at`` unless the o
 it. Times are the database's clock (``now()``), so the replicas' clocks never have to agree.
 An expired lease is free: the next replica to ask takes it over. With SQLite there is one
 machine and ownership is trivially local: ``leases_for`` gives ``None``.
+
+Every lease write runs as the store's own (``PostgresPool.write``): a replica's command
+cancelled while it takes a lease leaves the row taken or not, never a connection half way.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from server.store.base import Store
 
-if TYPE_CHECKING:
-    import asyncpg  # only the PostgreSQL store needs it; SQLite servers start without it
+if TYPE_CHECKING:  # only the PostgreSQL store needs asyncpg; SQLite servers start without it
+    from server.store.postgres_pool import PostgresPool
 
 _ACQUIRE = """
 INSERT INTO leases (conversation_id, owner, expires_at)
@@ -34,14 +37,15 @@ RETURNING conversation_id
 class PostgresLeases:
     """Lease rows in the database of a ``PostgresStore`` (sharing its pool)."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: PostgresPool) -> None:
         self._pool = pool
 
     async def acquire(self, conversation_id: str, owner: str, seconds: float) -> tuple[str, float]:
         """Take or renew the lease for ``owner`` unless another replica holds one that has not
         lapsed. Returns the holder after the attempt and the seconds its lease has left."""
         for _ in range(3):  # the holder may release between the two statements
-            if await self._pool.fetchval(_ACQUIRE, conversation_id, owner, float(seconds)) == owner:
+            taken = await self._pool.write(lambda conn: conn.fetchval(_ACQUIRE, conversation_id, owner, float(seconds)))
+            if taken == owner:
                 return owner, float(seconds)
             row = await self._pool.fetchrow(_HOLDER, conversation_id)
             if row is not None:
@@ -52,7 +56,8 @@ class PostgresLeases:
         """Extend ``owner``'s leases; returns the ones it still holds (the others were taken)."""
         if not conversation_ids:
             return set()
-        rows = await self._pool.fetch(_RENEW, owner, list(conversation_ids), float(seconds))
+        ids = list(conversation_ids)
+        rows = await self._pool.write(lambda conn: conn.fetch(_RENEW, owner, ids, float(seconds)))
         return {row[0] for row in rows}
 
     async def release(self, conversation_id: str, owner: str) -> None:

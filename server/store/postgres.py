@@ -15,22 +15,25 @@ that end with ``seq``; counts by stream and kind and time-range searches use the
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Coroutine, Sequence, TypeVar
 
 import asyncpg
 
+from server.errors import StoreUnavailable
 from server.events import Event, EventRecord
 from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
 from server.store.filters import SqlDialect, count_sql, counted_sql
 from server.store.group_commit import GroupCommit, OnStored
 from server.store.pagination import event_page, event_search_sql
 from server.store.postgres_conversations import PostgresConversationStore
-from server.store.postgres_schema import create_pool, describe, migrate
+from server.store.postgres_pool import PostgresPool
 from server.store.postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
 from server.store.rows import check_deletable, event_record
 
+T = TypeVar("T")
 _TREE = "(SELECT id FROM trees WHERE root_id = {})"
 DIALECT = SqlDialect(placeholder=lambda n: f"${n}", tree_match="tree = " + _TREE, like="ILIKE")
 
@@ -55,33 +58,37 @@ class _EventWriter:
     """Writes a batch of queued appends in one transaction, numbering them from the trees'
     counter rows. Restores each event's ``seq`` if the transaction fails."""
 
-    def __init__(self, pool: asyncpg.Pool, *, fold_after: int = FOLD_AFTER) -> None:
-        self._pool = pool
+    def __init__(self, db: PostgresPool, *, fold_after: int = FOLD_AFTER) -> None:
+        self._db = db
         self._fold_after = fold_after
 
     async def write_appends(self, appends: Sequence[Any]) -> list[EventRecord]:
         """Store ``appends`` (``GroupCommit``'s queued items) and return their records, in order."""
+
+        async def write(conn: asyncpg.Connection) -> list[EventRecord]:
+            counts = Counter(item.root_id for item in appends)
+            trees: dict[str, asyncpg.Record] = {}
+            last: dict[str, int] = {}
+            for root_id in sorted(counts):  # one lock order for every writer: no deadlock
+                row = await conn.fetchrow(_ADVANCE, root_id, counts[root_id])
+                if row is None:
+                    row = await conn.fetchrow(_ADVANCE_NEW, root_id, counts[root_id])
+                trees[root_id], last[root_id] = row, row["last_seq"] - counts[root_id]
+            records = []
+            for item in appends:
+                last[item.root_id] += 1
+                item.event.seq = last[item.root_id]
+                records.append(event_record(item.conversation_id, item.root_id, item.event))
+            columns = [[trees[r.root_id]["id"] for r in records]]
+            columns += [[getattr(r, column) for r in records] for column in _COLUMNS]
+            await conn.execute(_INSERT, *columns)
+            for tree in trees.values():
+                if tree["last_seq"] - tree["counted_seq"] >= self._fold_after:
+                    await fold(conn, tree["id"], tree["counted_seq"], tree["last_seq"])
+            return records
+
         try:
-            async with self._pool.acquire() as conn, conn.transaction():
-                counts = Counter(item.root_id for item in appends)
-                trees: dict[str, asyncpg.Record] = {}
-                last: dict[str, int] = {}
-                for root_id in sorted(counts):  # one lock order for every writer: no deadlock
-                    row = await conn.fetchrow(_ADVANCE, root_id, counts[root_id])
-                    if row is None:
-                        row = await conn.fetchrow(_ADVANCE_NEW, root_id, counts[root_id])
-                    trees[root_id], last[root_id] = row, row["last_seq"] - counts[root_id]
-                records = []
-                for item in appends:
-                    last[item.root_id] += 1
-                    item.event.seq = last[item.root_id]
-                    records.append(event_record(item.conversation_id, item.root_id, item.event))
-                columns = [[trees[r.root_id]["id"] for r in records]]
-                columns += [[getattr(r, column) for r in records] for column in _COLUMNS]
-                await conn.execute(_INSERT, *columns)
-                for tree in trees.values():
-                    if tree["last_seq"] - tree["counted_seq"] >= self._fold_after:
-                        await fold(conn, tree["id"], tree["counted_seq"], tree["last_seq"])
+            records = await self._db.write(write)
         except asyncpg.UniqueViolationError as exc:
             _restore(appends)
             if exc.constraint_name != "events_by_id":
@@ -110,6 +117,9 @@ class _CounterCommit(GroupCommit):
     async def _commit(self, batch: list[Any]) -> None:
         try:
             records = await self._events.write_appends(batch)
+        except StoreUnavailable as exc:  # the database failed, not one of the events
+            self._fail_all(batch, exc)
+            return
         except Exception:
             # Something in the batch is faulty (a duplicate id, an event that does not
             # serialize): one transaction each, so only that append fails.
@@ -122,9 +132,12 @@ class _CounterCommit(GroupCommit):
             self._resolve(item, record)
 
     async def _commit_one_by_one(self, batch: list[Any]) -> None:
-        for item in batch:
+        for n, item in enumerate(batch):
             try:
                 records = await self._events.write_appends([item])
+            except StoreUnavailable as exc:
+                self._fail_all(batch[n:], exc)
+                return
             except Exception as exc:
                 self._fail(item, exc)
             else:
@@ -139,47 +152,56 @@ class PostgresStore(PostgresConversationStore):
     PostgreSQL's durability, when it returns.
     """
 
-    def __init__(self, url: str, *, pool_size: int = 10, max_batch: int = 1000, fold_after: int = FOLD_AFTER) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        max_batch: int = 1000,
+        fold_after: int = FOLD_AFTER,
+        timeout: float = 10.0,
+    ) -> None:
         self.url = url
-        self._pool_size = pool_size
+        self._db = PostgresPool(url, max_size=pool_size, timeout=timeout)
         self._max_batch = max_batch
         self._fold_after = fold_after
-        self._pool: asyncpg.Pool | None = None  # type: ignore[assignment]
         self._commit: _CounterCommit | None = None
 
     @property
-    def pool(self) -> asyncpg.Pool:
-        """The connection pool (leases share it)."""
-        if self._pool is None:
-            raise RuntimeError("the PostgreSQL store is not open")
-        return self._pool
+    def pool(self) -> PostgresPool:
+        """The connections (leases share them)."""
+        return self._db
 
     async def open(self) -> None:
         """Connect, migrate, start the writer task."""
-        self._pool = await create_pool(self.url, max_size=self._pool_size)
-        try:
-            await migrate(self._pool, where=describe(self.url))
-        except BaseException:
-            await self._pool.close()
-            self._pool = None
-            raise
-        self._commit = _CounterCommit(_EventWriter(self._pool, fold_after=self._fold_after), max_batch=self._max_batch)
+        await self._db.open()
+        self._commit = _CounterCommit(_EventWriter(self._db, fold_after=self._fold_after), max_batch=self._max_batch)
         self._commit.start()
 
     async def close(self) -> None:
-        """Write what is queued, then close every connection. Closing twice is harmless."""
+        """Wait for the writes in progress, write what is queued, then close every
+        connection. Closing twice is harmless."""
+        await self._db.owned.drain()
         if self._commit is not None:
             await self._commit.close()
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        await self._db.close()
 
-    async def append(self, conversation_id: str, root_id: str, event: Event) -> EventRecord:
+    def own(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """See ``Store.own``."""
+        return self._db.owned.start(work)
+
+    async def ready(self) -> str | None:
+        """See ``Store.ready``."""
+        return await self._db.ready()
+
+    async def append(
+        self, conversation_id: str, root_id: str, event: Event, on_stored: OnStored | None = None
+    ) -> EventRecord:
         """See ``EventStore.append``. Raises ``ValueError`` for an ephemeral event or an
         event id already stored, ``RuntimeError`` when the store is not open."""
         if self._commit is None:
             raise RuntimeError("the event store is not open")
-        return await self._commit.append(conversation_id, root_id, event)
+        return await self._commit.append(conversation_id, root_id, event, on_stored)
 
     def submit(self, conversation_id: str, root_id: str, event: Event, on_stored: OnStored) -> None:
         """See ``EventStore.submit``."""
@@ -240,12 +262,15 @@ class PostgresStore(PostgresConversationStore):
         """Delete a root conversation's whole tree: its records, every event and its lease.
         Raises ``ConversationNotFound``, or ``BadRequest`` for a sub-agent (delete its root)."""
         check_deletable(conversation_id, await self.get_conversation(conversation_id))
-        async with self.pool.acquire() as conn, conn.transaction():
+
+        async def delete(conn: asyncpg.Connection) -> None:
             await delete_summaries(conn, conversation_id)
             await conn.execute("DELETE FROM events WHERE tree = " + _TREE.format("$1"), conversation_id)
             await conn.execute("DELETE FROM trees WHERE root_id = $1", conversation_id)
             await conn.execute("DELETE FROM conversations WHERE root_id = $1", conversation_id)
             await conn.execute("DELETE FROM leases WHERE conversation_id = $1", conversation_id)
+
+        await self._db.write(delete)
 
     async def explain_search(
         self, query: EventQuery, *, order: SortOrder = "TIMESTAMP", page_id: str | None = None

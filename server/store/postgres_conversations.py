@@ -16,6 +16,7 @@ from server.store.pagination import (
     decode_conversation_page_id,
     encode_conversation_page_id,
 )
+from server.store.postgres_pool import PostgresPool
 from server.store.rows import CONVERSATION_COLUMNS, conversation_row, updated_conversation
 
 _INSERT = (
@@ -32,29 +33,31 @@ def _record(json: str) -> ConversationRecord:
 class PostgresConversationStore:
     """The conversation half of ``PostgresStore``."""
 
-    _pool: asyncpg.Pool
+    _db: PostgresPool
 
     async def create_conversation(self, record: ConversationRecord) -> None:
         """Store a new record; raises ``ValueError`` if its id is taken."""
-        if await self._pool.fetchval(_INSERT, *conversation_row(record)) is None:
+        if await self._db.write(lambda conn: conn.fetchval(_INSERT, *conversation_row(record))) is None:
             raise ValueError(f"conversation {record.id!r} already exists")
 
     async def update_conversation(self, conversation_id: str, **fields: Any) -> ConversationRecord:
-        async with self._pool.acquire() as conn, conn.transaction():
+        async def update(conn: asyncpg.Connection) -> ConversationRecord:
             json = await conn.fetchval("SELECT json FROM conversations WHERE id = $1 FOR UPDATE", conversation_id)
             if json is None:
                 raise ConversationNotFound(conversation_id)
             record = updated_conversation(_record(json), fields, utc_now())
             row = dict(zip(CONVERSATION_COLUMNS, conversation_row(record)))
             await conn.execute(_UPDATE, record.id, row["status"], row["updated_at"], row["json"])
-        return record
+            return record
+
+        return await self._db.write(update)
 
     async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
-        json = await self._pool.fetchval("SELECT json FROM conversations WHERE id = $1", conversation_id)
+        json = await self._db.fetchval("SELECT json FROM conversations WHERE id = $1", conversation_id)
         return None if json is None else _record(json)
 
     async def tree(self, root_id: str) -> list[ConversationRecord]:
-        rows = await self._pool.fetch(
+        rows = await self._db.fetch(
             "SELECT json FROM conversations WHERE root_id = $1 "
             "ORDER BY parent_id IS NOT NULL, created_at, position",
             root_id,
@@ -71,7 +74,7 @@ class PostgresConversationStore:
         if cursor is not None:
             where += f" AND (created_at, id) < (${len(params) + 1}, ${len(params) + 2})"
             params += [cursor.created_at, cursor.id]
-        rows = await self._pool.fetch(
+        rows = await self._db.fetch(
             f"SELECT json, created_at FROM conversations WHERE {where} "
             f"ORDER BY created_at DESC, id DESC LIMIT ${len(params) + 1}",
             *params, limit + 1,
@@ -87,7 +90,7 @@ class PostgresConversationStore:
 
     async def count_conversations(self, *, status: str | None = None) -> int:
         where, params = _roots_where(status)
-        return await self._pool.fetchval(f"SELECT count(*) FROM conversations WHERE {where}", *params)
+        return await self._db.fetchval(f"SELECT count(*) FROM conversations WHERE {where}", *params)
 
 
 def _roots_where(status: str | None) -> tuple[str, list[Any]]:

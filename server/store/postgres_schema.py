@@ -96,11 +96,12 @@ def describe(url: str) -> str:
     return f"{scheme}://{user}@{host}" if scheme else f"{user}@{host}"
 
 
-async def create_pool(url: str, *, max_size: int = 10) -> asyncpg.Pool:
-    """A pool of connections to ``url`` (``postgresql://user:pass@host:port/db?search_path=s``)."""
+async def create_pool(url: str, *, max_size: int = 10, timeout: float = 10.0) -> asyncpg.Pool:
+    """A pool of connections to ``url`` (``postgresql://user:pass@host:port/db?search_path=s``);
+    connecting gives up after ``timeout`` seconds."""
     # asyncpg speaks the ``postgresql`` and ``postgres`` schemes only.
     dsn = url.replace("postgresql+asyncpg://", "postgresql://", 1)
-    return await asyncpg.create_pool(dsn, min_size=1, max_size=max_size, command_timeout=60)
+    return await asyncpg.create_pool(dsn, min_size=1, max_size=max_size, command_timeout=60, timeout=timeout)
 
 
 async def migrate(pool: asyncpg.Pool, *, where: str) -> None:

@@ -10,10 +10,15 @@ one tree are folded by one writer at a time, whichever replica it is.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import asyncpg
 
 from server.store.base import EventQuery
 from server.store.filters import SqlDialect, Window, time_window_sql, window_from_row
+
+if TYPE_CHECKING:
+    from server.store.postgres_pool import PostgresPool
 
 FOLD_AFTER = 1_000
 """Events past a tree's mark before they are folded into its summaries."""
@@ -44,7 +49,7 @@ async def delete_summaries(conn: asyncpg.Connection, root_id: str) -> None:
         await conn.execute(f"DELETE FROM {table} WHERE tree = (SELECT id FROM trees WHERE root_id = $1)", root_id)
 
 
-async def counted(pool: asyncpg.Pool, query: EventQuery) -> tuple[int, int]:
+async def counted(pool: PostgresPool, query: EventQuery) -> tuple[int, int]:
     """The tree's mark and the events up to it that ``query`` (streams and kinds only) counts.
 
     Read together, in one statement; the caller counts the events past the mark with the mark
@@ -64,7 +69,7 @@ async def counted(pool: asyncpg.Pool, query: EventQuery) -> tuple[int, int]:
     return (row[0], row[1]) if row is not None else (0, 0)
 
 
-async def time_window(pool: asyncpg.Pool, query: EventQuery, dialect: SqlDialect) -> Window | None:
+async def time_window(pool: PostgresPool, query: EventQuery, dialect: SqlDialect) -> Window | None:
     """The ``seq`` range that holds every event of ``query``'s time range, from the
     summaries (``filters.time_window_sql``); ``None`` without a time range."""
     built = time_window_sql(query, dialect=dialect)

@@ -8,7 +8,10 @@ Counts by stream and kind read running counts (``counted_sql``) instead of the r
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import asyncio
+from typing import Any, Coroutine, Sequence, TypeVar
+
+import aiosqlite
 
 from server.events import Event, EventRecord
 from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
@@ -24,6 +27,7 @@ from server.store.sqlite_writer import COLUMNS, DIALECT, FOLD_AFTER, SQLiteEvent
 _SEARCH_COLUMNS = ", ".join(COLUMNS)
 _GET = "SELECT t.root_id, " + ", ".join(f"e.{c}" for c in COLUMNS) + " FROM events e JOIN trees t ON t.id = e.tree"
 _IDS_PER_QUERY = 500
+T = TypeVar("T")
 
 
 class SQLiteStore(SQLiteConversationStore):
@@ -34,27 +38,39 @@ class SQLiteStore(SQLiteConversationStore):
     release with ``close()``.
     """
 
-    def __init__(self, url: str, *, readers: int = 4, max_batch: int = 1000, fold_after: int = FOLD_AFTER) -> None:
+    def __init__(
+        self, url: str, *, readers: int = 4, max_batch: int = 1000, fold_after: int = FOLD_AFTER, timeout: float = 10.0
+    ) -> None:
         self.url = url
-        self._db = SQLiteDatabase(url, readers=readers)
+        self._db = SQLiteDatabase(url, readers=readers, timeout=timeout)
         self._writer = SQLiteEventWriter(self._db, fold_after=fold_after)
         self._commit = GroupCommit(self._writer, max_batch=max_batch)
 
     async def open(self) -> None:
         """Create the file (and its folder) if needed, migrate, start the writer task."""
         await self._db.open()
-        await self._writer.open()
         self._commit.start()
 
     async def close(self) -> None:
-        """Write what is queued, then close every connection."""
+        """Wait for the writes in progress, write what is queued, then close every connection."""
+        await self._db.owned.drain()
         await self._commit.close()
         await self._db.close()
 
-    async def append(self, conversation_id: str, root_id: str, event: Event) -> EventRecord:
+    def own(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """See ``Store.own``."""
+        return self._db.owned.start(work)
+
+    async def ready(self) -> str | None:
+        """See ``Store.ready``."""
+        return await self._db.ready()
+
+    async def append(
+        self, conversation_id: str, root_id: str, event: Event, on_stored: OnStored | None = None
+    ) -> EventRecord:
         """See ``EventStore.append``. Raises ``ValueError`` for an ephemeral event or an
         event id already stored."""
-        return await self._commit.append(conversation_id, root_id, event)
+        return await self._commit.append(conversation_id, root_id, event, on_stored)
 
     def submit(self, conversation_id: str, root_id: str, event: Event, on_stored: OnStored) -> None:
         """See ``EventStore.submit``."""
@@ -119,11 +135,14 @@ class SQLiteStore(SQLiteConversationStore):
         """Delete a root conversation's whole tree: its records and every event. Raises
         ``ConversationNotFound``, or ``BadRequest`` for a sub-agent (delete its root)."""
         check_deletable(conversation_id, await self.get_conversation(conversation_id))
-        async with self._db.writing() as conn:
+
+        async def delete(conn: aiosqlite.Connection) -> None:
             # One transaction: a large tree holds appends up for as long as it takes.
             await self._writer.delete_tree(conn, conversation_id)
             await conn.execute("DELETE FROM conversations WHERE root_id = ?", (conversation_id,))
-        self._commit.forget(conversation_id)
+            self._commit.forget(conversation_id)
+
+        await self._db.write(delete)
 
     async def explain_search(
         self, query: EventQuery, *, order: SortOrder = "TIMESTAMP", page_id: str | None = None

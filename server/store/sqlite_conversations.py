@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiosqlite
+
 from server.errors import ConversationNotFound
 from server.events.models import utc_now
 from server.store.base import MAX_PAGE, ConversationPage, ConversationRecord
@@ -34,14 +36,17 @@ class SQLiteConversationStore:
 
     async def create_conversation(self, record: ConversationRecord) -> None:
         """Store a new record; raises ``ValueError`` if its id is taken."""
-        async with self._db.writing() as conn:
+
+        async def insert(conn: aiosqlite.Connection) -> None:
             taken = await conn.execute_fetchall("SELECT 1 FROM conversations WHERE id = ?", (record.id,))
             if list(taken):
                 raise ValueError(f"conversation {record.id!r} already exists")
             await conn.execute(_INSERT, conversation_row(record))
 
+        await self._db.write(insert)
+
     async def update_conversation(self, conversation_id: str, **fields: Any) -> ConversationRecord:
-        async with self._db.writing() as conn:
+        async def update(conn: aiosqlite.Connection) -> ConversationRecord:
             rows = list(
                 await conn.execute_fetchall("SELECT json FROM conversations WHERE id = ?", (conversation_id,))
             )
@@ -49,7 +54,9 @@ class SQLiteConversationStore:
                 raise ConversationNotFound(conversation_id)
             record = updated_conversation(_record(rows[0]), fields, utc_now())
             await conn.execute(_UPDATE, (*conversation_row(record), conversation_id))
-        return record
+            return record
+
+        return await self._db.write(update)
 
     async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
         row = await self._db.fetchone("SELECT json FROM conversations WHERE id = ?", (conversation_id,))

@@ -81,7 +81,6 @@ MIGRATIONS: tuple[str, ...] = (_V1,)
 _PRAGMAS = (
     # NORMAL in WAL mode: a commit survives a crash of the process (not of the machine).
     "PRAGMA synchronous = NORMAL",
-    "PRAGMA busy_timeout = 10000",
     "PRAGMA temp_store = MEMORY",
 )
 
@@ -99,12 +98,15 @@ def database_path(url: str) -> str:
     return rest
 
 
-async def connect(path: str, *, read_only: bool = False) -> aiosqlite.Connection:
-    """A connection in autocommit mode (transactions are explicit), set up for taskwire."""
+async def connect(path: str, *, read_only: bool = False, timeout: float = 10.0) -> aiosqlite.Connection:
+    """A connection in autocommit mode (transactions are explicit), set up for taskwire. A
+    statement waits up to ``timeout`` seconds for another connection's lock, then fails
+    (``SQLITE_BUSY``)."""
     if path != MEMORY:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = await aiosqlite.connect(path, isolation_level=None)
     try:
+        await conn.execute(f"PRAGMA busy_timeout = {max(0, int(timeout * 1000))}")
         if path != MEMORY and not read_only:
             await conn.execute("PRAGMA journal_mode = WAL")
         for pragma in _PRAGMAS:
@@ -136,5 +138,6 @@ async def migrate(conn: aiosqlite.Connection, *, where: str) -> None:
             await conn.execute("INSERT INTO schema_version (version) VALUES (?)", (number,))
         await conn.execute("COMMIT")
     except BaseException:
-        await conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            await conn.execute("ROLLBACK")
         raise

@@ -1,6 +1,7 @@
 """How the SQLite store writes: batches of events, tree keys, and the summaries of the log.
 
-Everything that writes runs on the writer connection under the database's write lock. A
+Everything that writes runs on the writer connection under the database's write lock, in a
+task the store owns (``GroupCommit``'s writer, ``SQLiteDatabase.write``). A
 tree's key (``trees.id``) is cached only once committed, so a rolled back or deleted tree is
 never written to under a stale key.
 
@@ -78,11 +79,11 @@ class SQLiteEventWriter:
         self._fold_after = fold_after
         self._max_trees = max_trees
         self._keys: OrderedDict[str, int] = OrderedDict()
+        db.on_writer_connect(self._add_fold_triggers)
 
-    async def open(self) -> None:
-        """Give the writer connection its fold triggers; call once the database is open."""
-        async with self._db.locked() as conn:
-            await conn.executescript(fold_triggers(self._fold_after))
+    async def _add_fold_triggers(self, conn: aiosqlite.Connection) -> None:
+        # Every writer connection gets them: the first, and one reopened after a failure.
+        await conn.executescript(fold_triggers(self._fold_after))
 
     async def last_seq(self, root_id: str) -> int:
         row = await self._db.fetchone("SELECT max(seq) FROM events WHERE tree = " + TREE.format("?"), (root_id,))
@@ -115,7 +116,8 @@ class SQLiteEventWriter:
                 self._keys.popitem(last=False)
 
     async def delete_tree(self, conn: aiosqlite.Connection, root_id: str) -> None:
-        """Delete a tree's events, summaries and key, inside the caller's write transaction."""
+        """Delete a tree's events, summaries and key, inside a write transaction
+        (``SQLiteDatabase.write``)."""
         for sql in (
             "DELETE FROM events WHERE tree = " + TREE,
             "DELETE FROM event_counts WHERE tree = " + TREE,

@@ -24,13 +24,16 @@ async def health() -> dict[str, str]:
 
 @router.get("/ready")
 async def ready(request: Request) -> JSONResponse:
-    """Ready to serve: the store answers and the bus can deliver. 503 otherwise, with the reason."""
+    """Ready to serve: the store reads and takes a write, and the bus can deliver. 503
+    otherwise, with the reason (``checks``)."""
     state = request.app.state
     checks = {"store": "ok", "bus": "ok" if getattr(state, "bus", None) and state.bus.healthy else "down"}
     try:
-        await state.store.count_conversations()
+        reason = await state.store.ready()
     except Exception as exc:  # any store failure means not ready
-        checks["store"] = f"down: {exc}"
+        reason = repr(exc)
+    if reason is not None:
+        checks["store"] = f"down: {reason}"
     ok = all(v == "ok" for v in checks.values())
     return JSONResponse({"status": "ready" if ok else "not_ready", "checks": checks}, status_code=200 if ok else 503)
 

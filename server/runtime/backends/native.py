@@ -84,24 +84,29 @@ class NativeBackend:
         """Record every call, run them in parallel, feed the results back in call order.
         Returns the final answer when one of them was ``finish``."""
         calls = response.tool_calls
-        # Write-ahead: the calls are stored before any of them runs. Waiting for the last one
-        # waits for them all (appends are stored in order), so that is one commit, not one each.
-        for n, call in enumerate(calls):
-            await host.emit(
-                ActionEvent(
-                    tool_name=call.name,
-                    tool_call_id=call.id,
-                    arguments=call.arguments,
-                    thought=response.text or None if n == 0 else None,
-                    llm_response_id=response.id,
-                ),
-                wait=n == len(calls) - 1,
-            )
         self.messages.append(ChatMessage(role="assistant", content=response.text, tool_calls=calls))
+        recorded: list[ToolCall] = []
         started: set[str] = set()
         results: dict[str, ToolResult] = {}
-        running = [asyncio.ensure_future(self._run_one(host, call, started, results)) for call in calls]
+        running: list[asyncio.Future[None]] = []
         try:
+            # Write-ahead: the calls are stored before any of them runs. Waiting for the last one
+            # waits for them all (appends are stored in order), so that is one commit, not one
+            # each. A call counts as recorded once queued: the store writes it even if this
+            # run is cancelled while it waits, and then it must be closed.
+            for n, call in enumerate(calls):
+                recorded.append(call)
+                await host.emit(
+                    ActionEvent(
+                        tool_name=call.name,
+                        tool_call_id=call.id,
+                        arguments=call.arguments,
+                        thought=response.text or None if n == 0 else None,
+                        llm_response_id=response.id,
+                    ),
+                    wait=n == len(calls) - 1,
+                )
+            running = [asyncio.ensure_future(self._run_one(host, call, started, results)) for call in calls]
             await asyncio.gather(*running)
         except asyncio.CancelledError:
             # gather gives up at the first call that ends cancelled; the others may still be
@@ -112,7 +117,7 @@ class NativeBackend:
                 if not task.done() and not task.cancelling():
                     task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
-            await self._close_unfinished(host, calls, started, results)
+            await self._close_unfinished(host, recorded, started, results)
             raise
         finally:
             for call in calls:
@@ -163,6 +168,8 @@ class NativeBackend:
         self, host: AgentHost, calls: list[ToolCall], started: set[str], results: dict[str, ToolResult]
     ) -> None:
         # One rule for every backend: dropped before it ran -> cancelled; ran without a result -> failed.
+        # Queued without waiting for their commit (the status change that follows waits for
+        # them), so a second cancellation does not leave the later ones open.
         for call in calls:
             if call.id in results:
                 continue
@@ -176,7 +183,8 @@ class NativeBackend:
                     content=content,
                     is_error=True,
                     status=closing_status(ran),
-                )
+                ),
+                wait=False,
             )
 
     async def close(self) -> None:
