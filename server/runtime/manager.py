@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+RECONCILE_SECONDS = 1.0
+"""How often conversations whose run lost a write are tried again (see ``Runtime._strand``)."""
+
 
 class Runtime:
     """Every conversation this server runs or serves."""
@@ -56,6 +59,8 @@ class Runtime:
         self._roots: dict[str, ConversationHost] = {}
         self._lock = asyncio.Lock()
         self._sweeper: asyncio.Task[None] | None = None
+        self._stranded: set[str] = set()  # roots whose last run lost a write, to reconcile
+        self._reconciler: asyncio.Task[None] | None = None
         self.ownership = Ownership(self)
         """Which replica runs each conversation (``@owned`` commands go there)."""
 
@@ -107,9 +112,10 @@ class Runtime:
 
     async def close(self) -> None:
         """Stop every run (their status becomes ``paused``) and release backends."""
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            await asyncio.gather(self._sweeper, return_exceptions=True)
+        for task in (self._sweeper, self._reconciler):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         for host in list(self._roots.values()):
             await host.close()
         self._roots.clear()
@@ -178,17 +184,43 @@ class Runtime:
                 sink=publisher.publish,
                 backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks),
             )
-            if record.status == "running":
-                # Nothing runs it here (the process that ran it is gone, or its run failed on
-                # the store): close its open calls honestly, then it is paused. Whole, and
-                # before anyone is handed the host.
+            if record.status == "running" or conversation_id in self._stranded:
+                # Nothing runs it here (the process that ran it is gone, or its run lost writes
+                # to a failing store): close its open calls honestly; if it was running, it is
+                # paused. Whole, and before anyone is handed the host.
                 await settle(self.store.own(self._recover(host)))
+                self._stranded.discard(conversation_id)
             self._roots[conversation_id] = host
         return host
 
     async def _recover(self, host: ConversationHost) -> None:
         await close_interrupted_calls(self.store, host)
-        await host.set_status("paused")
+        if host.record.status == "running":
+            await host.set_status("paused")
+
+    def _strand(self, host: ConversationHost) -> None:
+        """A write of ``host``'s run failed (the store could not write): what it could not
+        record (a closing observation, its final status) is missing. Forget the host; the next
+        command, or the reconciler once the store writes again, loads it and ``host``
+        reconciles it. With replicas, whichever replica next runs a command on it does."""
+        if self._roots.get(host.conversation_id) is host:
+            del self._roots[host.conversation_id]
+        self._stranded.add(host.conversation_id)
+        if not self.ownership.shared and (self._reconciler is None or self._reconciler.done()):
+            self._reconciler = asyncio.create_task(self._reconcile_stranded(), name="reconcile conversations")
+
+    async def _reconcile_stranded(self) -> None:
+        while self._stranded:
+            await asyncio.sleep(RECONCILE_SECONDS)
+            for conversation_id in list(self._stranded):
+                try:
+                    await self.host(conversation_id)  # loading it reconciles it
+                except StoreUnavailable:
+                    break  # still failing: next round
+                except Exception as exc:  # deleted meanwhile, or our bug: do not retry forever
+                    if not isinstance(exc, ConversationNotFound):
+                        log.exception("could not reconcile conversation %s", conversation_id)
+                    self._stranded.discard(conversation_id)
 
     def loaded(self, conversation_id: str) -> ConversationHost | None:
         """The host of a root this process holds in memory, if any."""
@@ -236,18 +268,17 @@ class Runtime:
             waiter.cancel()
 
     async def _run_root(self, host: ConversationHost, started: asyncio.Event) -> None:
+        failures = self.store.health.failures
         try:
             await self.drive(host, started)
         except BackendError:
             pass  # recorded in the stream by drive()
         except StoreUnavailable as exc:
-            # What the run could not record is missing from the store (a status, a closing
-            # observation): forget the host, so the next command loads it again and the
-            # recovery in ``host`` closes what it left open once the store writes again.
             log.warning("conversation %s stopped: %s", host.conversation_id, exc.detail)
-            if self._roots.get(host.conversation_id) is host:
-                del self._roots[host.conversation_id]
-            await host.close()
+        finally:
+            if self.store.health.failures != failures:  # some write failed meanwhile, maybe ours
+                self._strand(host)
+                await host.close()
 
     async def drive(self, host: ConversationHost, started: asyncio.Event | None = None) -> str | None:
         """Run ``host``'s backend once, recording status changes and failures in its stream.

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from server.events import Event, EventRecord, Usage
 from server.events.models import ConversationStatus, utc_now
+from server.store.health import StoreHealth
 
 T = TypeVar("T")
 SortOrder = Literal["TIMESTAMP", "TIMESTAMP_DESC"]
@@ -189,6 +190,9 @@ class Store(EventStore, ConversationStore, Protocol):
     held past the timeout, a lost connection) raises ``StoreUnavailable``; the store reopens
     its connections by itself once the cause is gone.
     """
+
+    health: StoreHealth
+    """Whether the last write succeeded, why not, and how many have failed."""
 
     async def open(self) -> None:
         """Connect and migrate. Cancelled, it ends what it started, closes, then raises."""

@@ -23,12 +23,15 @@ class StoreHealth:
         self._where = where
         self.reason: str | None = None
         """Why the store cannot write, or ``None`` when its last write succeeded."""
+        self.failures = 0
+        """Writes failed so far: a caller that sees it move knows some write of its was lost."""
 
     def failed(self, reason: str) -> StoreUnavailable:
         """Record a write failure; returns the error to raise. Logged once per cause."""
         if reason != self.reason:
             log.warning("the store at %s cannot write: %s", self._where, reason)
         self.reason = reason
+        self.failures += 1
         return StoreUnavailable(reason)
 
     def succeeded(self) -> None:

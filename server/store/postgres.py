@@ -27,6 +27,7 @@ from server.events import Event, EventRecord
 from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
 from server.store.filters import SqlDialect, count_sql, counted_sql
 from server.store.group_commit import GroupCommit, OnStored
+from server.store.health import StoreHealth
 from server.store.pagination import event_page, event_search_sql
 from server.store.postgres_conversations import PostgresConversationStore
 from server.store.postgres_pool import PostgresPool
@@ -185,6 +186,11 @@ class PostgresStore(PostgresConversationStore):
         if self._commit is not None:
             await self._commit.close()
         await self._db.close()
+
+    @property
+    def health(self) -> StoreHealth:
+        """See ``Store.health``."""
+        return self._db.health
 
     def own(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """See ``Store.own``."""

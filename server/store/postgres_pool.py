@@ -5,10 +5,12 @@ it waits never leaves a pooled connection half way through a query or a transact
 the transaction commits whole or rolls back whole. Reads (``fetch``, ``fetchrow``,
 ``fetchval``) run in the caller's task: cancelling one loses nothing.
 
-A lost connection (the server restarted, a backend terminated, the network cut) is replaced
-by the pool on its next use. A statement that failed because its connection was lost before
-the transaction reached ``COMMIT`` wrote nothing, so it is tried once more on a fresh
-connection; one lost during ``COMMIT`` may or may not have committed and is not retried.
+A connection that fails because of the database is closed, never lent again. A lost one (the
+server restarted, a backend terminated, the network cut) likely means all are, so the pool
+replaces every idle connection before lending it again. A statement that failed because its
+connection was lost before the transaction reached ``COMMIT`` wrote nothing, so it is tried
+once more on a fresh connection; one lost during ``COMMIT`` may or may not have committed and
+is not retried.
 What still fails because of the database (down, full, out of connections past ``timeout``)
 raises ``StoreUnavailable`` and makes the store unhealthy until a write succeeds.
 """
@@ -16,7 +18,8 @@ raises ``StoreUnavailable`` and makes the store unhealthy until a write succeeds
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, TypeVar
+import contextlib
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import asyncpg
 
@@ -27,7 +30,14 @@ from server.store.postgres_schema import create_pool, describe, migrate
 
 T = TypeVar("T")
 
-_LOST = (asyncpg.PostgresConnectionError, asyncpg.exceptions.AdminShutdownError, ConnectionError)
+# A connection the server ended (or the network dropped) fails its next statement with one of
+# these; InternalClientError is asyncpg's protocol left mid-message by such an end.
+_LOST = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.InternalClientError,
+    ConnectionError,
+)
 _FAULTS = (
     *_LOST,
     asyncpg.InsufficientResourcesError,  # disk full, out of memory, too many connections
@@ -51,6 +61,18 @@ def fault(exc: BaseException) -> str | None:
     if _lost(exc) or isinstance(exc, _FAULTS):
         return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return None
+
+
+@contextlib.asynccontextmanager
+async def _discarded_on_fault(conn: asyncpg.Connection) -> AsyncIterator[None]:
+    """A connection that failed because of the database is closed, so the pool never lends
+    it again: it connects a new one in its place."""
+    try:
+        yield
+    except Exception as exc:
+        if fault(exc) is not None and not conn.is_closed():
+            conn.terminate()
+        raise
 
 
 class PostgresPool:
@@ -114,7 +136,7 @@ class PostgresPool:
         for attempt in (1, 2):
             committing = False
             try:
-                async with self.raw.acquire(timeout=self.timeout) as conn:
+                async with self.raw.acquire(timeout=self.timeout) as conn, _discarded_on_fault(conn):
                     async with conn.transaction():
                         result = await work(conn)
                         committing = True
@@ -123,6 +145,7 @@ class PostgresPool:
                 if reason is None:
                     raise
                 if attempt == 1 and _lost(exc) and not committing:
+                    await self._expire()
                     continue  # nothing was written: once more, on a new connection
                 if committing:
                     reason += " (while committing: the write may or may not be stored)"
@@ -130,6 +153,12 @@ class PostgresPool:
             self.health.succeeded()
             return result
         raise AssertionError("unreachable")
+
+    async def _expire(self) -> None:
+        # One connection lost likely means all of them (the server restarted, the network
+        # dropped): the pool replaces every idle one before lending it again.
+        if self._pool is not None:
+            await self._pool.expire_connections()
 
     async def ready(self) -> str | None:
         """``None`` when the database reads and takes a write, else why not."""
@@ -154,13 +183,14 @@ class PostgresPool:
     async def _read(self, query: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         for attempt in (1, 2):
             try:
-                async with self.raw.acquire(timeout=self.timeout) as conn:
+                async with self.raw.acquire(timeout=self.timeout) as conn, _discarded_on_fault(conn):
                     return await query(conn)
             except Exception as exc:
                 reason = fault(exc)
                 if reason is None:
                     raise
                 if attempt == 1 and _lost(exc):
+                    await self._expire()
                     continue  # a read is safe to repeat
                 raise StoreUnavailable(reason) from exc
         raise AssertionError("unreachable")

@@ -17,6 +17,7 @@ from server.events import Event, EventRecord
 from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
 from server.store.filters import Window, count_sql, counted_sql
 from server.store.group_commit import GroupCommit, OnStored
+from server.store.health import StoreHealth
 from server.store.pagination import event_page, event_search_sql
 from server.store.rows import check_deletable
 from server.store.sqlite_conversations import SQLiteConversationStore
@@ -56,6 +57,11 @@ class SQLiteStore(SQLiteConversationStore):
         await self._db.owned.drain()
         await self._commit.close()
         await self._db.close()
+
+    @property
+    def health(self) -> StoreHealth:
+        """See ``Store.health``."""
+        return self._db.health
 
     def own(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """See ``Store.own``."""
