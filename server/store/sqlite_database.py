@@ -224,7 +224,7 @@ class SQLiteDatabase:
             await _close_quietly(conn)
             raise
         self._writer, self._writer_stale = conn, False
-        log.warning("reopened the writer connection to %s", self.path)
+        log.info("reopened the writer connection to %s", self.path)
         return conn
 
     async def _set_up_writer(self, conn: aiosqlite.Connection) -> None:

@@ -1,10 +1,16 @@
-"""One machine: a server killed mid-run, restarted on the same database, closes what it left open."""
+"""One machine: a server killed (``kill -9``) mid-run, restarted on the same database, still
+has every event a client saw over the socket, closes what it left open, and goes on."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from tests.api.helpers import all_events, scripted_agent
 from tests.servers import ServerProcess, isolated_settings, taskwire_server, wait_for_status
@@ -30,6 +36,8 @@ async def test_restart_after_a_kill_closes_open_calls_and_subagents_and_the_run_
     try:
         response = await first.client.post("/api/conversations", json={"agent": scripted_agent(SCRIPT), "initial_message": "Go."})
         cid = response.json()["id"]
+        seen: list[dict[str, Any]] = []
+        watching = asyncio.create_task(watch(f"{first.ws_url}/sockets/events/{cid}", seen))
 
         async def sleeping() -> bool:
             found = await first.client.get(f"/api/conversations/{cid}/events/search",
@@ -37,14 +45,23 @@ async def test_restart_after_a_kill_closes_open_calls_and_subagents_and_the_run_
             return any(e["tool_name"] == "terminal" for e in found.json()["items"])
 
         await wait_until(sleeping, timeout=60, what="the sub-agent to start sleeping")
+        await wait_until(lambda: any(f.get("kind") == "ActionEvent" and f.get("tool_name") == "terminal" for f in seen),
+                         timeout=60, what="the socket to show the sleeping call")
     finally:
         await first.kill()
         await first.client.aclose()
+    await asyncio.wait_for(watching, 30)  # the socket ends with the process
 
     async with taskwire_server(settings) as server:
         info = (await server.client.get(f"/api/conversations/{cid}")).json()
         assert info["status"] == "paused"
         everything = await all_events(server, cid, include_subagents=True)
+        # Every event the client saw before the kill is stored, as it saw it; seq is unique.
+        stored = {e["id"]: e for e in everything}
+        persisted = [f for f in seen if "seq" in f]
+        assert persisted and all(stored.get(f["id"]) == f for f in persisted)
+        seqs = [e["seq"] for e in everything]
+        assert len(seqs) == len(set(seqs)) and seqs == sorted(seqs)
         tree = (await server.client.get(f"/api/conversations/{cid}/subagents")).json()
         assert [s["status"] for s in tree] == ["error"]
         sub = tree[0]
@@ -64,3 +81,13 @@ async def test_restart_after_a_kill_closes_open_calls_and_subagents_and_the_run_
         assert done["status"] == "finished"
         messages = [e["content"] for e in await all_events(server, cid, kind="MessageEvent")]
         assert messages[-1] == "The sub-agent was interrupted; I carried on."
+
+
+async def watch(url: str, seen: list[dict[str, Any]]) -> None:
+    """Collect a socket's frames (sub-agents' forwarded ones too) until the server goes away."""
+    try:
+        async with connect(url) as ws:
+            async for frame in ws:
+                seen.append(json.loads(frame))
+    except (ConnectionClosed, OSError):
+        pass
