@@ -5,9 +5,9 @@
 
 For each size it loads one conversation tree (the root's stream plus ten sub-agents) through
 ``SQLiteStore.append`` in big concurrent batches (group commit), then times a single
-sequential appender, pages of 100 from several starting points, filtered counts, and, as
-the ceiling, bare ``sqlite3`` inserts of the same rows (``executemany``, one transaction,
-same schema). It prints figures; it asserts nothing.
+sequential appender, a single sequential conversation update, pages of 100 from several
+starting points, filtered counts, and, as the ceiling, bare ``sqlite3`` inserts of the same
+rows (``executemany``, one transaction, same schema). It prints figures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from server.events import (
     MessageEvent,
     ObservationEvent,
 )
-from server.store.base import EventQuery
+from server.store.base import ConversationRecord, EventQuery
 from server.store.rows import event_record
 from server.store.sqlite import SQLiteStore
 from server.store.sqlite_schema import MIGRATIONS
@@ -117,6 +117,16 @@ async def append_sequentially(store: SQLiteStore) -> float:
     return SEQUENTIAL / (time.perf_counter() - began)
 
 
+async def update_sequentially(store: SQLiteStore) -> float:
+    """A conversation's row written ``SEQUENTIAL`` times, one write at a time (what a status or
+    usage change costs: a read and an update in one transaction, in a task the store owns)."""
+    await store.create_conversation(ConversationRecord(id="bench-updated", root_id="bench-updated"))
+    began = time.perf_counter()
+    for n in range(SEQUENTIAL):
+        await store.update_conversation("bench-updated", title=f"update {n}")
+    return SEQUENTIAL / (time.perf_counter() - began)
+
+
 async def latency(run: Callable[[], Awaitable[Any]]) -> str:
     """Median and 99th percentile of ``REPEAT`` runs (fewer for a slow one), ms."""
     await run()  # warm the cache
@@ -173,6 +183,7 @@ async def bench_size(size: int, folder: Path, console: Console) -> Result:
         rss, peak = rss_mb()
         result.figures["append, concurrent (events/s)"] = f"{rate:,.0f}"
         result.figures["append, one at a time (events/s)"] = f"{await append_sequentially(store):,.0f}"
+        result.figures["conversation update, one at a time (writes/s)"] = f"{await update_sequentially(store):,.0f}"
         console.log(f"{size:,} events: searching")
         deep = int(size * 0.9)
         deep_event = (await store.search(EventQuery(root_id=ROOT, after_seq=deep - 1), limit=1)).items[0]
