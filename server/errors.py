@@ -110,6 +110,7 @@ class Unauthorized(TaskwireError):
 class Unavailable(TaskwireError):
     status_code = 503
     code = "unavailable"
+    retry_after: float | None = None  # also when rebuilt from another replica's reply
 
     def __init__(self, detail: str, *, code: str | None = None, retry_after: float | None = None) -> None:
         super().__init__(detail, code=code)
@@ -123,6 +124,7 @@ class StoreUnavailable(Unavailable):
     written, and the store reconnects by itself once the cause is gone."""
 
     code = "store_unavailable"
+    reason = ""
 
     def __init__(self, detail: str) -> None:
         super().__init__(f"the store is unavailable: {detail}", retry_after=1)

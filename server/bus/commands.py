@@ -1,8 +1,9 @@
 """Commands between replicas: how a handler's result or error travels back to the sender.
 
-A reply is ``{"result": ...}`` or ``{"error": {"type", "detail", "code", "status"}}``. An error
-of taskwire's tree comes back as the same class (so a 409 on the owner is a 409 on the replica
-the client asked); anything else is the owner's bug, logged there and a 500 here.
+A reply is ``{"result": ...}`` or ``{"error": {"type", "detail", "code", "status",
+"retry_after"?}}``. An error of taskwire's tree comes back as the same class (so a 409 on the
+owner is a 409 on the replica the client asked, a 503 keeps its ``Retry-After``); anything
+else is the owner's bug, logged there and a 500 here.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ async def run_command(handler: CommandHandler, command: dict[str, Any]) -> dict[
         return {"result": await handler(command)}
     except TaskwireError as exc:
         error = {"type": type(exc).__name__, "detail": exc.detail, "code": exc.code, "status": exc.status_code}
+        if getattr(exc, "retry_after", None) is not None:
+            error["retry_after"] = exc.retry_after  # type: ignore[attr-defined]
         return {"error": error}
     except Exception as exc:
         log.exception("command %r failed", command.get("name"))
@@ -48,4 +51,6 @@ def _rebuild(error: dict[str, Any]) -> TaskwireError:
     TaskwireError.__init__(exc, str(error.get("detail", "")), code=str(error.get("code", cls.code)))
     if exc.status_code != error.get("status", exc.status_code):
         exc.status_code = int(error["status"])
+    if error.get("retry_after") is not None:
+        exc.retry_after = float(error["retry_after"])  # type: ignore[attr-defined]
     return exc
