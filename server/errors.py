@@ -13,6 +13,7 @@ Our exception hierarchy::
     │   ├── InvalidPageId
     │   └── InvalidBody               422
     ├── Unauthorized                  401 / close 4001
+    ├── TooManyRequests               429 / close 4029
     ├── Unavailable                   503
     │   └── StoreUnavailable          the database cannot be written or read now
     ├── BackendError                  becomes an AgentErrorEvent
@@ -105,6 +106,13 @@ class InvalidBody(BadRequest):
 class Unauthorized(TaskwireError):
     status_code = 401
     code = "unauthorized"
+
+
+class TooManyRequests(TaskwireError):
+    """The server is at a limit; the same request may succeed later."""
+
+    status_code = 429
+    code = "too_many_requests"
 
 
 class Unavailable(TaskwireError):

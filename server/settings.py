@@ -19,6 +19,8 @@ from pydantic_settings import (
 )
 
 DEFAULT_CONFIG_FILE = "config/taskwire.toml"
+DEFAULT_TOOL_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "USER", "SHELL")
+"""What tools inherit from the server's environment unless ``OH_TOOL_ENV_ALLOW`` says otherwise."""
 
 
 class WebhookSpec(BaseModel):
@@ -77,6 +79,16 @@ class Settings(BaseSettings):
     """How deep sub-agents may nest."""
     max_body_bytes: int = 1_048_576
     """Largest accepted request body or inbound WebSocket frame."""
+    ws_auth_timeout: float = Field(5.0, gt=0)
+    """Seconds a socket without a header or query key has to send its ``auth`` frame."""
+    max_unauthenticated_sockets: int = Field(256, ge=0)
+    """Sockets that may wait for their ``auth`` frame at once; one more turns away the one
+    that has waited longest (4029). 0: only header or query keys."""
+    ws_send_timeout: float = Field(10.0, gt=0)
+    """Seconds a socket may take no data at all before it is closed as too slow (4008)."""
+    tool_env_allow: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOL_ENV))
+    """Environment variables of the server that tools (``terminal``) inherit (JSON list of
+    names); ``OH_*`` never, whatever this says."""
     idle_unload_seconds: float = Field(600.0, ge=0)
     """A root conversation neither running nor used this long is unloaded from memory (its
     backend closed: a peer agent's process ends); it loads again from the store when next
@@ -121,6 +133,11 @@ class Settings(BaseSettings):
     @property
     def auth_required(self) -> bool:
         return bool(self.session_api_keys)
+
+    @property
+    def config_dir(self) -> Path:
+        """The folder of the TOML settings file (where the demo scripts live)."""
+        return Path(self.config_file or DEFAULT_CONFIG_FILE).resolve().parent
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to SQLite under the workspace path."""

@@ -17,6 +17,7 @@ import httpx
 import uvicorn
 
 from server.api.app import create_app
+from server.api.serving import uvicorn_config
 from server.settings import Settings
 from tests.services import free_port, wait_until
 
@@ -25,9 +26,13 @@ START_TIMEOUT = 60.0
 
 
 @asynccontextmanager
-async def serve_app(app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` on 127.0.0.1 at a free port; yields its base URL (``http://127.0.0.1:N``)."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws="websockets-sansio", lifespan="on")
+async def serve_app(app: Any, settings: Settings | None = None) -> AsyncIterator[str]:
+    """Serve ``app`` on 127.0.0.1 at a free port; yields its base URL (``http://127.0.0.1:N``).
+    With ``settings`` (a taskwire app), uvicorn is configured as ``taskwire serve`` does it."""
+    if settings is not None:
+        config = uvicorn_config(app, settings, host="127.0.0.1", port=0)
+    else:
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws="websockets-sansio", lifespan="on")
     server = uvicorn.Server(config)
     # Leave SIGINT to pytest: a test server must not take over the process's signals.
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
@@ -78,7 +83,7 @@ def isolated_settings(tmp_path: Path, **overrides: Any) -> Settings:
 async def taskwire_server(settings: Settings) -> AsyncIterator[RunningServer]:
     """A real taskwire server for ``settings``."""
     app = create_app(settings)
-    async with serve_app(app) as url:
+    async with serve_app(app, settings) as url:
         headers = {"X-Session-API-Key": settings.session_api_keys[0]} if settings.session_api_keys else {}
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as client:
             yield RunningServer(url=url, app=app, settings=settings, client=client)

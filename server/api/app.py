@@ -19,7 +19,7 @@ from server.api.services import hosted
 from server.api.webhooks import start_webhooks
 from server.hooks import Hooks
 from server.settings import Settings
-from server.stream.limits import SubscriberLimit
+from server.stream.limits import SubscriberLimit, WaitingRoom
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -50,6 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.hooks = Hooks.with_builtins(settings)
     app.state.subscriber_limit = SubscriberLimit(settings.max_subscribers)
+    app.state.waiting_room = WaitingRoom(settings.max_unauthenticated_sockets)
     install_error_handlers(app)
     app.include_router(health.router)
     secured = [Depends(require_api_key)]

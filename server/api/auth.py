@@ -18,7 +18,11 @@ def api_key_valid(settings: Settings, key: str | None) -> bool:
         return True
     if not key:
         return False
-    return any(hmac.compare_digest(key.encode(), k.encode()) for k in settings.session_api_keys)
+    try:
+        given = key.encode()
+    except UnicodeEncodeError:  # a lone surrogate, from a JSON auth frame: no key holds one
+        return False
+    return any(hmac.compare_digest(given, k.encode()) for k in settings.session_api_keys)
 
 
 def request_key(request: Request, *, query: bool = False) -> str | None:

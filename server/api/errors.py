@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from server.errors import NotFound, TaskwireError, Unauthorized, Unavailable
+from server.errors import NotFound, TaskwireError, TooManyRequests, Unauthorized, Unavailable
 from server.stream.close_codes import CloseCode
 
 log = logging.getLogger(__name__)
@@ -27,6 +27,8 @@ def close_code_for(error: TaskwireError) -> CloseCode:
         return CloseCode.UNAUTHORIZED
     if isinstance(error, NotFound):
         return CloseCode.UNKNOWN_CONVERSATION
+    if isinstance(error, TooManyRequests):
+        return CloseCode.TOO_MANY_SUBSCRIBERS
     return CloseCode.BAD_REQUEST
 
 

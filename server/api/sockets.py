@@ -17,24 +17,28 @@ from starlette.datastructures import State
 from starlette.status import WS_1011_INTERNAL_ERROR
 
 from server.api.auth import HEADER, api_key_valid
+from server.api.errors import close_code_for, error_response
+from server.api.serving import lift_frame_limit
+from server.api.socket_writer import SocketWriter, Stalled
 from server.bus import Overflow, Subscription
-from server.errors import TaskwireError, Unauthorized
+from server.errors import TaskwireError, TooManyRequests, Unauthorized
 from server.events import ConversationStateUpdateEvent
 from server.settings import Settings
 from server.store import ConversationRecord, EventPage, EventQuery, Store
 from server.store.base import MAX_PAGE
 from server.stream import CloseCode, EventStream, SubagentNode
-from server.api.errors import close_code_for
 from server.stream.inbound import InboundAuth, InboundMessage, error_frame, parse_inbound
+from server.stream.limits import WaitingRoom
 from server.stream.params import StreamParams
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["sockets"])
 
-AUTH_TIMEOUT = 10.0
-"""Seconds a client without a header or query key has to send its ``auth`` frame."""
-
 Send = Callable[[list[str]], Awaitable[None]]
+
+CLIENT_LEFT = (WebSocketDisconnect, OSError)
+"""What a send or receive raises when the client has gone (uvicorn's ``ClientDisconnected`` is
+an ``OSError``)."""
 
 POLL_SECONDS = 0.25
 """How often a stream the bus does not carry (a sub-agent's, forwarding off) reads the store."""
@@ -44,79 +48,141 @@ POLL_SECONDS = 0.25
 async def events_socket(websocket: WebSocket, conversation_id: str) -> None:
     """First frame ``full_state``, then the replay, then live events: every stored event of the
     view once, in ``seq`` order. Inbound frames are messages to the conversation."""
-    # Accept, then refuse with a close code: every client library shows the code.
-    await websocket.accept()
     state = websocket.app.state
     try:
-        await authenticate(websocket, state.settings)
+        # Accept, then refuse with a close code: every client library shows the code.
+        await websocket.accept()
+        code, reason = await serve_socket(websocket, state, conversation_id)
+    except CLIENT_LEFT:
+        # A client may leave at any moment; that is no error of ours.
+        log.debug("client of conversation %s left", conversation_id)
+        return
+    await close(websocket, code, reason, timeout=state.settings.ws_send_timeout)
+
+
+@router.websocket("/{path:path}")
+async def unknown_socket(websocket: WebSocket, path: str) -> None:
+    """Any other WebSocket path: HTTP 404 at the handshake (where the server can answer one),
+    never the 403 that reads as an auth problem."""
+    detail = f"no WebSocket endpoint at /{path}; connect to /sockets/events/{{conversation_id}}"
+    try:
+        if "websocket.http.response" in websocket.scope.get("extensions", {}):
+            await websocket.send_denial_response(error_response(404, detail, "not_found"))
+            return
+        await websocket.accept()
+    except CLIENT_LEFT:
+        return
+    await close(websocket, CloseCode.UNKNOWN_CONVERSATION, detail, timeout=websocket.app.state.settings.ws_send_timeout)
+
+
+async def serve_socket(websocket: WebSocket, state: State, conversation_id: str) -> tuple[int, str]:
+    """Authenticate, find the conversation, admit the subscriber and stream; returns the close
+    code and reason. Raises one of ``CLIENT_LEFT`` when the client goes."""
+    try:
+        await authenticate(websocket, state)
         conversation = await state.runtime.get(conversation_id)
         params = StreamParams.from_query(websocket.query_params)
     except TaskwireError as exc:
-        await close(websocket, close_code_for(exc), exc.detail)
-        return
-    except WebSocketDisconnect:
-        return
+        return close_code_for(exc), exc.detail
     with state.subscriber_limit.claim() as admitted:
         if not admitted:
-            await close(websocket, CloseCode.TOO_MANY_SUBSCRIBERS, "too many live subscribers; retry later")
-            return
-        code, reason = await serve_events(websocket, state, conversation, params)
-    await close(websocket, code, reason)
+            return CloseCode.TOO_MANY_SUBSCRIBERS, "too many live subscribers; retry later"
+        return await serve_events(websocket, state, conversation, params)
 
 
-async def authenticate(websocket: WebSocket, settings: Settings) -> None:
-    """Header, query, or (when neither holds a key) a first ``auth`` frame within 10 s."""
+async def authenticate(websocket: WebSocket, state: State) -> None:
+    """Header, query, or (when neither holds a key) a first ``auth`` frame within
+    ``OH_WS_AUTH_TIMEOUT``. Until the key is checked, client frames are small
+    (``serving.PRE_AUTH_MAX_MESSAGE``); afterwards they may be up to ``OH_MAX_BODY_BYTES``."""
+    settings: Settings = state.settings
     key = websocket.headers.get(HEADER) or websocket.query_params.get("session_api_key")
     if key is None and settings.auth_required:
-        try:
-            async with asyncio.timeout(AUTH_TIMEOUT):
-                message = await websocket.receive()
-        except TimeoutError:
-            raise Unauthorized(f"no auth frame within {AUTH_TIMEOUT:g} s") from None
-        if message["type"] == "websocket.disconnect":
-            raise WebSocketDisconnect(message.get("code", 1000))
-        try:
-            frame = parse_inbound(_data(message), max_bytes=settings.max_body_bytes)
-        except TaskwireError:
-            frame = None
-        key = frame.session_api_key if isinstance(frame, InboundAuth) else None
+        key = await receive_auth_frame(websocket, state)
     if not api_key_valid(settings, key):
         raise Unauthorized(f"missing or invalid session API key ({HEADER} header, query or auth frame)")
+    lift_frame_limit(websocket.scope)
+
+
+class _Waiter:
+    """A socket in the waiting room: its auth deadline, which a newcomer may cut short."""
+
+    __slots__ = ("deadline", "turned_away")
+
+    def __init__(self, deadline: asyncio.Timeout) -> None:
+        self.deadline = deadline
+        self.turned_away = False
+
+    def turn_away(self) -> None:
+        self.turned_away = True
+        self.deadline.reschedule(asyncio.get_running_loop().time())
+
+
+async def receive_auth_frame(websocket: WebSocket, state: State) -> str | None:
+    """The key of the first frame, if it is an ``auth`` frame (anything else: ``None``)."""
+    settings: Settings = state.settings
+    room: WaitingRoom[_Waiter] = state.waiting_room
+    waiter = None
+    try:
+        async with asyncio.timeout(settings.ws_auth_timeout) as deadline:
+            waiter = _Waiter(deadline)
+            displaced = room.enter(waiter)
+            if displaced is waiter:
+                raise Unauthorized(f"this server takes keys only in the {HEADER} header or the session_api_key query")
+            if displaced is not None:
+                displaced.turn_away()
+            message = await websocket.receive()
+    except TimeoutError:
+        if waiter is not None and waiter.turned_away:
+            raise TooManyRequests("too many sockets waiting to authenticate; retry, and send the auth frame at once") from None
+        raise Unauthorized(f"no auth frame within {settings.ws_auth_timeout:g} s") from None
+    finally:
+        if waiter is not None:
+            room.leave(waiter)
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(message.get("code", 1000))
+    try:
+        frame = parse_inbound(_data(message), max_bytes=settings.max_body_bytes)
+    except TaskwireError:
+        return None
+    return frame.session_api_key if isinstance(frame, InboundAuth) else None
 
 
 async def serve_events(
     websocket: WebSocket, state: State, conversation: ConversationRecord, params: StreamParams
 ) -> tuple[int, str]:
-    """Stream until the client leaves or the stream closes; returns the close code and reason."""
+    """Stream until the client leaves or the stream closes; returns the close code and reason.
+    Raises one of ``CLIENT_LEFT`` when the client goes."""
     settings: Settings = state.settings
     store: Store = state.store
     root_id = conversation.root_id
     scope = None if conversation.is_root else conversation.id
     fed = EventStream.fed_by_bus(forwarding=settings.forward_subagent_events, scope_subagent_id=scope)
     listening = state.bus.subscribe(root_id, maxsize=settings.ws_queue_size) if fed else contextlib.nullcontext()
-    async with listening as subscription:
+    async with listening as subscription, SocketWriter(websocket, settings.ws_send_timeout) as writer:
         # Subscribed before anything is read: what is published from now on is queued, what
         # came before is in the store, and the stream drops the overlap.
         stream = await open_stream(store, settings, conversation, params)
         full_state = await state.runtime.full_state(conversation.id)
-        lock = asyncio.Lock()
-
-        async def send(frames: list[str]) -> None:
-            async with lock:  # outbound events and inbound error frames share the socket
-                for frame in frames:
-                    await websocket.send_text(frame)
-
-        await send([ConversationStateUpdateEvent(key="full_state", value=full_state).to_json()])
-        outbound = asyncio.create_task(pump(stream, subscription, store, send))
-        inbound = asyncio.create_task(read_inbound(websocket, state, conversation.id, send))
-        done, pending = await asyncio.wait({outbound, inbound}, return_when=asyncio.FIRST_COMPLETED)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        try:
+            await writer.send_reply(ConversationStateUpdateEvent(key="full_state", value=full_state).to_json())
+        except Stalled:
+            stream.receive_stall(0)
+            return CloseCode.TOO_SLOW, stream.close_reason
+        outbound = asyncio.create_task(pump(stream, subscription, store, writer.send_batch))
+        inbound = asyncio.create_task(read_inbound(websocket, state, conversation.id, writer))
+        try:
+            done, _ = await asyncio.wait({outbound, inbound}, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # also when this task is cancelled (shutdown): neither outlives the socket
+            for task in (outbound, inbound):
+                task.cancel()
+            await asyncio.gather(outbound, inbound, return_exceptions=True)
     for task in done:
         error = task.exception()
-        if isinstance(error, (WebSocketDisconnect, OSError)):
-            return 1000, ""  # the client left
+        if isinstance(error, Stalled):  # an error frame found the client stuck
+            stream.receive_stall(writer.batch_sent)
+            return CloseCode.TOO_SLOW, stream.close_reason
+        if isinstance(error, CLIENT_LEFT):
+            raise error
         if error is not None:
             log.error("event socket for %s failed", conversation.id, exc_info=error)
             return WS_1011_INTERNAL_ERROR, "internal error; see the server log"
@@ -146,7 +212,8 @@ async def open_stream(store: Store, settings: Settings, conversation: Conversati
 
 async def pump(stream: EventStream, subscription: Subscription | None, store: Store, send: Send) -> tuple[int, str]:
     """Drive ``stream``: answer its store reads, feed it the bus (or, with no subscription,
-    poll the store), send its frames."""
+    poll the store), send its frames. A ``send`` that raises ``Stalled`` (the client takes
+    nothing) closes the stream as too slow."""
     ahead: tuple[EventQuery, asyncio.Task[EventPage]] | None = None
     try:
         while (code := stream.close_code()) is None:
@@ -175,7 +242,10 @@ async def pump(stream: EventStream, subscription: Subscription | None, store: St
                     stream.receive_live(record)
             except Overflow:
                 stream.receive_overflow()
-            await send(stream.frames_to_send())
+            try:
+                await send(stream.frames_to_send())
+            except Stalled as stall:
+                stream.receive_stall(stall.sent)
         return code, stream.close_reason
     finally:
         if ahead is not None:
@@ -186,29 +256,31 @@ async def read_page(store: Store, query: EventQuery) -> EventPage:
     return await store.search(query, limit=MAX_PAGE)
 
 
-async def read_inbound(websocket: WebSocket, state: State, conversation_id: str, send: Send) -> None:
+async def read_inbound(websocket: WebSocket, state: State, conversation_id: str, writer: SocketWriter) -> None:
     """Turn inbound frames into messages to the conversation; answer bad ones with an error
-    frame and keep the socket open. Returns when the client leaves."""
+    frame and keep the socket open. Raises ``WebSocketDisconnect`` when the client leaves."""
     max_bytes = state.settings.max_body_bytes
     while True:
         message = await websocket.receive()
         if message["type"] == "websocket.disconnect":
-            return
+            raise WebSocketDisconnect(message.get("code", 1000))
         try:
             frame = parse_inbound(_data(message), max_bytes=max_bytes)
             if isinstance(frame, InboundMessage):
                 await state.runtime.send_message(conversation_id, frame.content, run=frame.run)
         except TaskwireError as exc:
-            await send([error_frame(exc)])
+            await writer.send_reply(error_frame(exc))
 
 
-async def close(websocket: WebSocket, code: int, reason: str) -> None:
+async def close(websocket: WebSocket, code: int, reason: str, *, timeout: float) -> None:
     """Close with ``code``; the reason is cut to the protocol's 123 bytes. A client already
-    gone is no error."""
+    gone is no error, nor one that takes nothing for ``timeout`` seconds (under a server whose
+    close waits for the write buffer)."""
     cut = reason.encode()[:123].decode(errors="ignore")
     try:
-        await websocket.close(code, cut)
-    except (RuntimeError, WebSocketDisconnect, OSError):
+        async with asyncio.timeout(timeout):
+            await websocket.close(code, cut)
+    except (RuntimeError, TimeoutError, *CLIENT_LEFT):
         pass
 
 

@@ -39,9 +39,8 @@ def is_loopback(host: str) -> bool:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from server.api.app import create_app
+    from server.api.serving import uvicorn_config
     from server.cli.listening import BannerServer, listen
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
@@ -63,7 +62,7 @@ def run_serve(args: argparse.Namespace) -> int:
         err.print(f"[red]cannot listen on {settings.host}:{settings.port}:[/red] {exc.strerror or exc}. "
                   "Is another server running there? Choose another port with --port or OH_PORT.")
         return 2
-    config = uvicorn.Config(create_app(settings), log_level="warning", ws="websockets-sansio")
+    config = uvicorn_config(create_app(settings), settings)
     port = listener.getsockname()[1]
 
     def announce() -> None:

@@ -16,10 +16,13 @@ class CloseCode(enum.IntEnum):
     BAD_REQUEST = 4000
     """A query parameter is invalid or contradicts another; the reason names it."""
     UNAUTHORIZED = 4001
-    """No valid session API key (header, query or first ``auth`` frame within 10 s)."""
+    """No valid session API key (header, query or a first ``auth`` frame within
+    ``OH_WS_AUTH_TIMEOUT``)."""
     UNKNOWN_CONVERSATION = 4004
     """No conversation with that id."""
     TOO_SLOW = 4008
-    """The client fell a whole queue behind; the reason holds ``after_seq=N`` to resume from."""
+    """The client fell a whole queue behind, or took no data for ``OH_WS_SEND_TIMEOUT``; the
+    reason holds ``after_seq=N`` to resume from."""
     TOO_MANY_SUBSCRIBERS = 4029
-    """The server already serves ``OH_MAX_SUBSCRIBERS`` live subscribers."""
+    """The server already serves ``OH_MAX_SUBSCRIBERS`` live subscribers, or the socket waited
+    for its ``auth`` frame while ``OH_MAX_UNAUTHENTICATED_SOCKETS`` newer ones arrived; retry."""

@@ -10,7 +10,9 @@ decides everything else:
   dropped), never a gap: a bus record whose ``prev_seq`` is past the cursor means the bus lost
   something, and the stream asks the store for that range before going on;
 - the ``cancelled`` -> ``failed`` downgrade for ``event_schema=1``;
-- the slow-client decision: a bus overflow closes with ``CloseCode.TOO_SLOW``.
+- the slow-client decision: a bus overflow, or a client that takes no frame for the
+  endpoint's write timeout (``receive_stall``), closes with ``CloseCode.TOO_SLOW`` and the
+  ``seq`` to resume from.
 
 Driving it::
 
@@ -90,6 +92,14 @@ class EventStream:
         self._tree_known_through = snapshot_seq
         """Every sub-agent started at or before this ``seq`` is in the view's tree."""
         self._frames: list[str] = []
+        self._frame_seqs: list[int | None] = []
+        """The ``seq`` of each frame in ``_frames`` (``None``: ephemeral)."""
+        self._batch_seqs: list[int | None] = []
+        """The ``seq`` of each frame of the batch ``frames_to_send`` handed out last."""
+        self._batch_after = after_seq
+        """Everything visible up to here went out before the last batch."""
+        self._handed_through = after_seq
+        """The cursor when the last batch was handed out."""
         self._pending: deque[EventRecord] = deque(maxlen=max_pending)
         self._reading = True
         self._read_until: int | None = None
@@ -108,6 +118,8 @@ class EventStream:
         After calling this method, send every frame before closing: ``resume_seq`` counts them
         as delivered."""
         frames, self._frames = self._frames, []
+        self._batch_seqs, self._frame_seqs = self._frame_seqs, []
+        self._batch_after, self._handed_through = self._handed_through, self._cursor
         return frames
 
     def store_query(self) -> EventQuery | None:
@@ -194,6 +206,24 @@ class EventStream:
             self._close = CloseCode.TOO_SLOW
             self.close_reason = f"too slow; resume with after_seq={self._cursor}"
 
+    def receive_stall(self, sent: int) -> None:
+        """The client stopped taking data: only the first ``sent`` frames of the last
+        ``frames_to_send()`` batch reached the socket. Closes with ``TOO_SLOW`` and the ``seq``
+        of the last frame that went out, so a resume misses nothing and repeats nothing (also
+        after ``receive_overflow``, whose last frames may be the ones that stalled)."""
+        if self._close is not None and self._close is not CloseCode.TOO_SLOW:
+            return
+        if sent >= len(self._batch_seqs):
+            resume = self._handed_through
+        else:
+            resume = max((s for s in self._batch_seqs[:sent] if s is not None), default=self._batch_after)
+        self._pending.clear()
+        self._frames, self._frame_seqs = [], []
+        self._query = None
+        self._cursor = resume
+        self._close = CloseCode.TOO_SLOW
+        self.close_reason = f"too slow; resume with after_seq={resume}"
+
     # -- internals -----------------------------------------------------------------------
 
     def _advance(self) -> None:
@@ -219,6 +249,7 @@ class EventStream:
             if record.seq is None:
                 if self._view.sees(record.conversation_id):
                     self._frames.append(record.json)  # ephemeral: passes through, never stored
+                    self._frame_seqs.append(None)
                 continue
             self._take(record)
             if self._forwarding:  # the bus carries the whole tree: nothing was missed
@@ -270,4 +301,5 @@ class EventStream:
             return  # already sent (or passed over as not visible)
         if self._view.sees(record.conversation_id):
             self._frames.append(wire_json(record, self._schema))
+            self._frame_seqs.append(seq)
         self._cursor = seq

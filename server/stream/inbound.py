@@ -11,11 +11,24 @@ answers with an error frame (``error_frame``) while it stays open.
 from __future__ import annotations
 
 import json
-from typing import Literal, Union
+from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from server.errors import BadRequest, TaskwireError
+
+
+def _utf8(text: str) -> str:
+    # JSON may spell a lone surrogate ("\ud800"); no store, key or client can take one.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("holds a lone surrogate (not valid Unicode text)") from None
+    return text
+
+
+Text = Annotated[str, AfterValidator(_utf8)]
+"""A string that is valid Unicode text."""
 
 
 class InboundMessage(BaseModel):
@@ -25,7 +38,7 @@ class InboundMessage(BaseModel):
 
     type: Literal["message"] = "message"
     role: Literal["user"] = "user"
-    content: str = Field(min_length=1)
+    content: Text = Field(min_length=1)
     run: bool = True
     """Start a run unless one is going (it picks the message up)."""
 
@@ -36,7 +49,7 @@ class InboundAuth(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     type: Literal["auth"]
-    session_api_key: str
+    session_api_key: Text
 
 
 InboundFrame = Union[InboundMessage, InboundAuth]
@@ -50,7 +63,9 @@ def parse_inbound(data: str | bytes, *, max_bytes: int) -> InboundFrame:
         raise BadRequest(f"frame of {size} bytes is over the {max_bytes}-byte limit", code="frame_too_large")
     try:
         raw = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        raise BadRequest("frame is nested too deeply", code="invalid_json") from None
+    except ValueError as exc:  # bad JSON, bad UTF-8 in a binary frame, a 5,000-digit number
         raise BadRequest(f"frame is not JSON: {exc}", code="invalid_json") from exc
     if not isinstance(raw, dict):
         raise BadRequest("frame must be a JSON object", code="invalid_frame")

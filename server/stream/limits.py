@@ -1,9 +1,12 @@
-"""``SubscriberLimit``: how many live subscribers (sockets, SSE) one server serves at once."""
+"""Limits on live sockets: ``SubscriberLimit`` (how many live subscribers, sockets and SSE, one
+server serves at once) and ``WaitingRoom`` (how many sockets may wait to authenticate)."""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Generic, Hashable, Iterator, TypeVar
+
+T = TypeVar("T", bound=Hashable)
 
 
 class SubscriberLimit:
@@ -24,3 +27,36 @@ class SubscriberLimit:
             yield True
         finally:
             self.active -= 1
+
+
+class WaitingRoom(Generic[T]):
+    """Sockets waiting for their ``auth`` frame, at most ``OH_MAX_UNAUTHENTICATED_SOCKETS``.
+    One per app (``app.state``).
+
+    When the room is full, the one that has waited longest is turned away to make room: a
+    client that authenticates as it connects (the browser sends its frame at once) gets in
+    even while silent sockets crowd the room, and an attacker has to open sockets faster than
+    real clients log in to keep one out."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._waiting: dict[T, None] = {}  # insertion order: the longest waiting first
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def enter(self, guest: T) -> T | None:
+        """Let ``guest`` wait; returns whom it displaced (``guest`` itself when the limit is 0),
+        who must leave at once, or ``None``."""
+        if self.limit <= 0:
+            return guest
+        displaced = None
+        if len(self._waiting) >= self.limit:
+            displaced = next(iter(self._waiting))
+            del self._waiting[displaced]
+        self._waiting[guest] = None
+        return displaced
+
+    def leave(self, guest: T) -> None:
+        """``guest`` stops waiting (authenticated, refused or gone); no error if displaced."""
+        self._waiting.pop(guest, None)

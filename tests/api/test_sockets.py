@@ -68,11 +68,13 @@ async def test_wrong_or_missing_key_closes_4001(secured: RunningServer, way: str
     assert closed.frames == []
 
 
-async def test_silent_client_is_closed_4001_after_the_auth_timeout(secured: RunningServer) -> None:
-    conversation = await new_conversation(secured)
-    async with open_socket(secured, conversation, headers={}) as ws:
-        closed = await read_until_closed(ws)
-    assert (closed.code, closed.reason) == (CloseCode.UNAUTHORIZED, "no auth frame within 10 s")
+async def test_silent_client_is_closed_4001_after_the_auth_timeout(tmp_path: Path) -> None:
+    settings = isolated_settings(tmp_path, session_api_keys=[KEY], ws_auth_timeout=0.5)
+    async with taskwire_server(settings) as secured:
+        conversation = await new_conversation(secured)
+        async with open_socket(secured, conversation, headers={}) as ws:
+            closed = await read_until_closed(ws)
+    assert (closed.code, closed.reason) == (CloseCode.UNAUTHORIZED, "no auth frame within 0.5 s")
 
 
 async def test_unknown_conversation_closes_4004(server: RunningServer) -> None:
@@ -238,15 +240,16 @@ async def test_malformed_inbound_frames_get_error_frames_and_the_socket_stays_op
             await read_until_seq(ws, last)
             errors = []
             for bad in ["not json", "[1, 2]", '{"type": "dance"}', '{"type": "message", "content": 5}',
-                        '{"content": "hi", "run": "yes"}', json.dumps({"content": "x" * 3_000})]:
+                        '{"content": "hi", "run": "yes"}', "[" * 1_999, '{"content": "\\ud800"}']:
                 await ws.send(bad)
                 errors.append(await next_frame(ws))
             await ws.send(json.dumps({"type": "message", "content": "still here?", "run": False}))
             await ws.send(json.dumps({"role": "user", "content": "and the REST shape", "run": False}))
             echoed = [await next_frame(ws), await next_frame(ws)]
-    assert [e["type"] for e in errors] == ["error"] * 6
+    assert [e["type"] for e in errors] == ["error"] * 7
     assert [e["code"] for e in errors] == [
-        "invalid_json", "invalid_frame", "invalid_frame", "invalid_frame", "invalid_frame", "frame_too_large",
+        "invalid_json", "invalid_frame", "invalid_frame", "invalid_frame", "invalid_frame", "invalid_json",
+        "invalid_frame",
     ]
     assert all(e["detail"] for e in errors)
     assert [(e["kind"], e["role"], e["content"]) for e in echoed] == [

@@ -295,6 +295,46 @@ def test_slow_client_is_closed_with_resume_seq() -> None:
     assert_gapless(sent + resumed.frames_to_send(), log.seqs())
 
 
+def test_client_that_stalls_mid_batch_resumes_after_the_last_frame_it_got() -> None:
+    log = TreeLog()
+    for i in range(4):
+        log.say(f"first {i}")
+    stream = connect(log)
+    read_store(stream, log)
+    first = stream.frames_to_send()  # sent whole
+    mark = len(log.published)
+    log.delta("typing")
+    for i in range(4):
+        log.say(f"second {i}")
+    feed_live(stream, log, log.live_since(mark))
+    batch = stream.frames_to_send()
+    stream.receive_stall(3)  # the delta and two messages went out, then the client stopped
+    got = first + batch[:3]
+    assert stream.close_code() is CloseCode.TOO_SLOW
+    assert stream.resume_seq == frame_seqs(got)[-1]
+    assert stream.close_reason == f"too slow; resume with after_seq={stream.resume_seq}"
+    resumed = connect(log, after_seq=stream.resume_seq)
+    read_store(resumed, log)
+    assert_gapless(got + resumed.frames_to_send(), log.seqs())
+
+
+def test_client_that_stalls_before_a_batch_or_after_an_overflow_misses_nothing() -> None:
+    log = TreeLog()
+    for i in range(3):
+        log.say(f"m {i}")
+    stream = connect(log)
+    read_store(stream, log)
+    sent = stream.frames_to_send()
+    mark = len(log.published)
+    log.say("unsent")
+    feed_live(stream, log, log.live_since(mark))
+    stream.receive_overflow()  # its last batch still goes out ...
+    stream.frames_to_send()
+    stream.receive_stall(0)  # ... and stalls: the resume point moves back
+    assert stream.resume_seq == frame_seqs(sent)[-1]
+    assert stream.close_reason.endswith(f"after_seq={frame_seqs(sent)[-1]}")
+
+
 def test_resume_seq_skips_past_records_the_view_does_not_see() -> None:
     log = TreeLog()
     log.say("root")
