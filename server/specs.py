@@ -52,7 +52,7 @@ class ACPAgentSpec(_Spec):
     command: str
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
-    """Merged over the server's environment."""
+    """Merged over the server's environment (which passes on no ``OH_*`` setting)."""
     cwd: str | None = None
     """Default: the conversation's workspace (a relative path is taken from there)."""
     session_mode: str | None = "default"
@@ -85,7 +85,8 @@ class ClaudeSDKAgentSpec(_Spec):
     cli_path: str | None = None
     """The Claude Code executable; default: the one bundled with ``claude-agent-sdk``."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Set for the Claude Code process, over the server's environment (e.g. ``ANTHROPIC_BASE_URL``)."""
+    """Set for the Claude Code process, over the server's environment (e.g. ``ANTHROPIC_BASE_URL``;
+    no ``OH_*`` setting is passed on)."""
     system_prompt: str | None = None
     """Replaces Claude Code's system prompt."""
     max_turns: int | None = Field(default=None, ge=1)

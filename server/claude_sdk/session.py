@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator, Protocol
 
 import claude_agent_sdk as sdk
 
+from server.environment import blanked_settings
 from server.errors import ClaudeSDKError
 from server.specs import ClaudeSDKAgentSpec
 
@@ -59,7 +60,7 @@ def claude_options(spec: ClaudeSDKAgentSpec, cwd: Path, stderr: Any = None) -> s
         permission_mode=spec.permission_mode,
         allowed_tools=list(spec.allowed_tools or []),
         cli_path=spec.cli_path,
-        env=dict(spec.env),
+        env=blanked_settings(spec.env),  # the SDK adds it to the server's whole environment
         system_prompt=system_prompt,
         max_turns=spec.max_turns,
         cwd=str(cwd),

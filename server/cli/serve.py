@@ -42,6 +42,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from server.api.app import create_app
     from server.api.serving import uvicorn_config
     from server.cli.listening import BannerServer, listen
+    from server.environment import drop_settings
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
     settings = Settings(**overrides)
@@ -62,6 +63,7 @@ def run_serve(args: argparse.Namespace) -> int:
         err.print(f"[red]cannot listen on {settings.host}:{settings.port}:[/red] {exc.strerror or exc}. "
                   "Is another server running there? Choose another port with --port or OH_PORT.")
         return 2
+    drop_settings()  # read: from here on no process this one starts can inherit them
     config = uvicorn_config(create_app(settings), settings)
     port = listener.getsockname()[1]
 

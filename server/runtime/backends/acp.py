@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from pydantic import ValidationError
 
 from server.acp.client import ACPSession, Incoming
 from server.acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, turn_usage
+from server.environment import peer_environment
 from server.errors import ACPError
 from server.events import Event
 from server.runtime.agent_types import PROJECT_ROOT
@@ -63,7 +63,7 @@ class ACPBackend:
     def from_spec(cls, agent: dict[str, Any], host: AgentHost) -> ACPBackend:
         """Validate ``agent`` and resolve its paths. Relative ``command``/``args`` paths that do
         not exist in ``cwd`` but do under the project root (``peers/node_modules/...``) are made
-        absolute; ``env`` is merged over the server's environment."""
+        absolute; ``env`` is merged over the server's environment, ``OH_*`` left out."""
         try:
             spec = ACPAgentSpec.model_validate(agent)
         except ValidationError as exc:
@@ -74,7 +74,7 @@ class ACPBackend:
             spec,
             command=_project_path(spec.command, cwd),
             args=[_project_path(arg, cwd) for arg in spec.args],
-            env={**os.environ, **spec.env},
+            env=peer_environment(spec.env),
             cwd=cwd,
         )
 
