@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from server.errors import LLMError
@@ -39,7 +40,11 @@ def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
     if api == "scripted":
         if not merged.get("script"):
             raise LLMError("the scripted LLM needs a script (llm.script or OH_LLM_SCRIPT)")
-        return ScriptedLLM(merged["script"], pace=float(merged.get("pace") or 0))
+        # A file the request names lies under the config folder or a workspace root; the
+        # operator's own OH_LLM_SCRIPT may lie anywhere.
+        requested = (config or {}).get("script") is not None
+        roots = script_roots(settings) if requested else None
+        return ScriptedLLM(merged["script"], pace=float(merged.get("pace") or 0), roots=roots)
     if api in ("openai", "anthropic"):
         client = OpenAILLM if api == "openai" else AnthropicLLM
         return client(
@@ -49,3 +54,9 @@ def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
             timeout=float(merged.get("timeout") or settings.llm_timeout),
         )
     raise LLMError(f"unknown LLM api {api!r}; expected openai, anthropic or scripted")
+
+
+def script_roots(settings: Settings) -> list[Path]:
+    """Where a script file named in a request may lie: the config folder (the demo scripts)
+    and the workspace roots."""
+    return [settings.config_dir, settings.workspace_path.resolve()]

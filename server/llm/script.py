@@ -8,6 +8,11 @@ sub-agents that interleave their requests each follow their own lane without sha
 This module does no I/O besides reading a script file: ``ScriptedLLM`` (in process) and the
 mock server (over HTTP, both dialects) turn a request into a ``ScriptRequest``, ask
 ``Script.select`` for the ``ScriptStep`` to answer with, and render it.
+
+A script file named in a request is read only under the given ``roots`` (the config folder
+and the workspace roots), only if it is a regular file of at most ``MAX_SCRIPT_BYTES``, and an
+error about it never quotes the file: ``script: /etc/shadow`` tells a client nothing about
+``/etc/shadow`` but that it is not a script it may use.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +43,9 @@ UNSCRIPTED_REPLY = (
     "to use a real model)"
 )
 """The answer to a request a lenient script has no turn for."""
+
+MAX_SCRIPT_BYTES = 8 * 1024 * 1024
+"""The largest script file read."""
 
 
 @dataclass(frozen=True)
@@ -58,15 +68,21 @@ class ScriptStep:
 
 
 @functools.lru_cache(maxsize=64)
-def _parse(text: str, origin: str) -> ScriptSpec:
+def _parse(text: str, origin: str, *, from_file: bool) -> ScriptSpec:
     """Parse and validate a script's text; cached, because every conversation of a scripted
-    tree (each sub-agent) loads the same script, and a specification is never changed."""
+    tree (each sub-agent) loads the same script, and a specification is never changed.
+
+    ``from_file``: say where the text is wrong, never what it holds (YAML's messages quote it),
+    and tell a file that is no script at all only that it is not one."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise LLMError(f"invalid script ({origin}): not valid YAML: {exc}") from exc
-    if not isinstance(data, Mapping):
-        raise LLMError(f"invalid script ({origin}): expected a mapping with `lanes`")
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        reason = f"not valid YAML{where}" if from_file else f"not valid YAML: {exc}"
+        raise LLMError(f"invalid script ({origin}): {reason}", code="invalid_script") from None
+    if not isinstance(data, Mapping) or (from_file and "lanes" not in data):
+        raise LLMError(f"invalid script ({origin}): expected a mapping with `lanes`", code="invalid_script")
     return _validate(data, origin)
 
 
@@ -77,7 +93,7 @@ def _validate(data: Mapping[str, Any], origin: str) -> ScriptSpec:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'script'}: {err['msg']}" for err in exc.errors()
         )
-        raise LLMError(f"invalid script ({origin}): {problems}") from exc
+        raise LLMError(f"invalid script ({origin}): {problems}", code="invalid_script") from None
 
 
 class Script:
@@ -96,17 +112,21 @@ class Script:
         """Requests a lenient script had no turn for, answered with ``UNSCRIPTED_REPLY``."""
 
     @classmethod
-    def load(cls, source: str | Path | Mapping[str, Any] | Script) -> Script:
-        """Load from a file path, inline YAML text, or an already-parsed mapping.
+    def load(cls, source: str | Path | Mapping[str, Any] | Script, *, roots: list[Path] | None = None) -> Script:
+        """Load from a file path, inline YAML text, or an already-parsed mapping. ``roots``:
+        a file must lie under one of them (``None``: anywhere; for the operator's own files).
 
-        Raises ``LLMError`` with a readable reason for a missing file or an invalid script.
+        Raises ``LLMError`` with a readable reason and a code: ``script_not_found``,
+        ``script_outside_roots``, ``script_unreadable``, ``invalid_script``.
         """
         if isinstance(source, Script):
             return source
         if isinstance(source, Mapping):
             return cls._from_data(source, origin="inline script")
-        text, origin = _read_source(source)
-        return cls(_parse(text, origin))
+        if _is_inline(source):
+            return cls(_parse(str(source), "inline script", from_file=False))
+        path = Path(source)
+        return cls(_parse(_read_file(path, roots), str(path), from_file=True))
 
     @classmethod
     def _from_data(cls, data: Mapping[str, Any], *, origin: str) -> Script:
@@ -224,17 +244,37 @@ def count_assistant_turns(roles: list[str]) -> int:
     return turns
 
 
-def _read_source(source: str | Path) -> tuple[str, str]:
+def _is_inline(source: str | Path) -> bool:
     # A string with a newline (or a flow mapping) is a script itself; anything else names a file.
-    if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{")):
-        return source, "inline script"
-    path = Path(source)
+    return isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{"))
+
+
+def _read_file(path: Path, roots: list[Path] | None) -> str:
+    """The text of a script file, read as ``Script.load`` promises."""
+    resolved = path.resolve()  # symbolic links followed: a link out of the roots stays out
+    if roots is not None and not any(resolved.is_relative_to(root.resolve()) for root in roots):
+        raise LLMError(
+            f"script {path} is outside the config folder and the workspace roots; "
+            "name a file under them or send the script inline",
+            code="script_outside_roots",
+        )
     try:
-        return path.read_text(encoding="utf-8"), str(path)
-    except FileNotFoundError as exc:
-        raise LLMError(f"script file not found: {path}") from exc
+        info = os.stat(resolved)
+    except FileNotFoundError:
+        raise LLMError(f"script file not found: {path}", code="script_not_found") from None
     except OSError as exc:
-        raise LLMError(f"cannot read script {path}: {exc}") from exc
+        raise LLMError(f"cannot read script {path}: {exc.strerror}", code="script_unreadable") from None
+    if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
+        raise LLMError(f"script {path} is not a regular file", code="script_unreadable")
+    if info.st_size > MAX_SCRIPT_BYTES:
+        raise LLMError(f"script {path} is over {MAX_SCRIPT_BYTES} bytes", code="script_unreadable")
+    try:
+        with open(resolved, "rb") as file:
+            return file.read(MAX_SCRIPT_BYTES + 1).decode("utf-8")
+    except UnicodeDecodeError:
+        raise LLMError(f"script {path} is not UTF-8 text", code="script_unreadable") from None
+    except OSError as exc:
+        raise LLMError(f"cannot read script {path}: {exc.strerror}", code="script_unreadable") from None
 
 
 

@@ -23,8 +23,11 @@ class ScriptedLLM:
     turn or an extra call raises ``LLMError``. Tool call ids default to
     ``call_<lane>_<turn>_<n>``."""
 
-    def __init__(self, script: Script | str | Path | Mapping[str, Any], *, pace: float = 0.0) -> None:
-        self.script = Script.load(script)
+    def __init__(
+        self, script: Script | str | Path | Mapping[str, Any], *, pace: float = 0.0, roots: list[Path] | None = None
+    ) -> None:
+        """``roots``: where a script file may lie (``Script.load``)."""
+        self.script = Script.load(script, roots=roots)
         self.pace = pace
         """Every answer waits at least this many seconds (a demo paced for a person)."""
 

@@ -141,7 +141,7 @@ async def test_native_task_to_claude_code_nests_three_levels(
         for name, value in claude_env(mock, tmp_path / "home").items():
             monkeypatch.setenv(name, value)
         body = {
-            "agent": {"kind": "native", "llm": {"api": "scripted", "script": str(SCRIPTS / "native_delegates_to_claude_code.yaml")}},
+            "agent": {"kind": "native", "llm": {"api": "scripted", "script": (SCRIPTS / "native_delegates_to_claude_code.yaml").read_text()}},
             "initial_message": "Delegate to Claude Code.",
         }
         conversation_id, frames = await run_watched(server, body)

@@ -100,8 +100,8 @@ async def test_a_follow_up_to_the_finished_demo_gets_a_scripted_reply_and_finish
     assert [e for e in events if e["kind"] == "MessageEvent"][-1]["content"] == UNSCRIPTED_REPLY
 
 
-async def test_run_while_running_is_409(server: RunningServer, tmp_path: Path) -> None:
-    script = tmp_path / "slow.yaml"
+async def test_run_while_running_is_409(server: RunningServer) -> None:
+    script = server.settings.workspace_path / "slow.yaml"
     script.write_text(
         "lanes:\n  - name: main\n    turns:\n      - text: slow answer\n        delay: 2\n"
     )
@@ -148,8 +148,8 @@ async def test_huge_body_is_refused_and_the_server_keeps_serving(server: Running
     assert after == before
 
 
-async def test_sending_a_message_continues_the_conversation(server: RunningServer, tmp_path: Path) -> None:
-    script = tmp_path / "chat.yaml"
+async def test_sending_a_message_continues_the_conversation(server: RunningServer) -> None:
+    script = server.settings.workspace_path / "chat.yaml"
     script.write_text(
         "lanes:\n  - name: main\n    turns:\n      - text: first answer\n      - text: second answer\n"
     )
@@ -166,8 +166,8 @@ async def test_sending_a_message_continues_the_conversation(server: RunningServe
     assert messages == [("user", "one"), ("assistant", "first answer"), ("user", "two"), ("assistant", "second answer")]
 
 
-async def test_file_editor_refuses_paths_outside_the_workspace(server: RunningServer, tmp_path: Path) -> None:
-    script = tmp_path / "escape.yaml"
+async def test_file_editor_refuses_paths_outside_the_workspace(server: RunningServer) -> None:
+    script = server.settings.workspace_path / "escape.yaml"
     script.write_text(
         "lanes:\n  - name: main\n    turns:\n"
         "      - tool_calls:\n          - name: file_editor\n"
@@ -184,8 +184,8 @@ async def test_file_editor_refuses_paths_outside_the_workspace(server: RunningSe
     assert (Path(info["workspace"]) / "notes/a.txt").read_text() == "hello"
 
 
-async def test_llm_failure_becomes_an_agent_error_and_status_error(server: RunningServer, tmp_path: Path) -> None:
-    script = tmp_path / "broken.yaml"
+async def test_llm_failure_becomes_an_agent_error_and_status_error(server: RunningServer) -> None:
+    script = server.settings.workspace_path / "broken.yaml"
     script.write_text("lanes:\n  - name: main\n    turns:\n      - error: the model is down\n")
     info = await create(server, agent=scripted_agent(str(script)), initial_message="go")
     done = await wait_for_status(server.client, info["id"], {"finished", "error"})
@@ -195,8 +195,8 @@ async def test_llm_failure_becomes_an_agent_error_and_status_error(server: Runni
     assert (await server.client.get("/alive")).status_code == 200
 
 
-async def test_interrupt_closes_the_running_tool_call_as_failed(server: RunningServer, tmp_path: Path) -> None:
-    script = tmp_path / "sleepy.yaml"
+async def test_interrupt_closes_the_running_tool_call_as_failed(server: RunningServer) -> None:
+    script = server.settings.workspace_path / "sleepy.yaml"
     script.write_text(
         "lanes:\n  - name: main\n    turns:\n"
         "      - tool_calls:\n          - name: terminal\n            arguments: {command: sleep 30}\n"

@@ -39,7 +39,7 @@ def test_scripted_model_takes_a_path_or_inline_yaml_or_the_settings_script() -> 
     ("config", "reason"),
     [
         ({"api": "scripted", "script": None}, "needs a script"),
-        ({"api": "scripted", "script": "missing/script.yaml"}, "script file not found"),
+        ({"api": "scripted", "script": "config/no-such-script.yaml"}, "script file not found"),
         ({"api": "cohere"}, "unknown LLM api 'cohere'"),
     ],
 )
