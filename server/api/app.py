@@ -60,6 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(sockets.router)  # authenticates itself: header, query or first frame
     app.include_router(agui.router)  # each route names its own auth (the follow route takes a query key)
     app.include_router(viewer.router)
+    app.include_router(sockets.fallback)  # last: any other WebSocket path is a 404
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     return app
 

@@ -60,7 +60,11 @@ async def events_socket(websocket: WebSocket, conversation_id: str) -> None:
     await close(websocket, code, reason, timeout=state.settings.ws_send_timeout)
 
 
-@router.websocket("/{path:path}")
+fallback = APIRouter()
+"""Included last: it matches every WebSocket path no other route took."""
+
+
+@fallback.websocket("/{path:path}")
 async def unknown_socket(websocket: WebSocket, path: str) -> None:
     """Any other WebSocket path: HTTP 404 at the handshake (where the server can answer one),
     never the 403 that reads as an auth problem."""
