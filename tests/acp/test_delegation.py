@@ -34,7 +34,7 @@ async def test_task_to_an_acp_subagent_nests_its_subagents_three_levels(forwardi
     server = forwarding_server
     workspace = tmp_path / "project"
     write_fake_acp_type(workspace, tmp_path / "agent.pids")
-    conversation = await create(server, agent=scripted_agent(SCRIPT.read_text()), workspace=str(workspace),
+    conversation = await create(server, agent=scripted_agent(str(SCRIPT)), workspace=str(workspace),
                                 initial_message="Delegate the sub-agent demo.")
     info = await wait_for_status(server.client, conversation["id"], {"finished", "error"}, timeout=90)
     assert info["status"] == "finished"

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from tests.servers import RunningServer
+from tests.servers import REPO, RunningServer
+
+TESTS = REPO / "tests"
 
 
 def scripted_agent(script: str, **extra: Any) -> dict[str, Any]:
-    """A native agent run by the scripted LLM with ``script`` (a path or inline YAML)."""
+    """A native agent run by the scripted LLM with ``script`` (a path or inline YAML). A test's
+    own script file (under ``tests/``) goes inline: a request may name only files under the
+    config folder and the workspace roots."""
+    if "\n" not in script and Path(script).resolve().is_relative_to(TESTS):
+        script = Path(script).read_text()
     return {"kind": "native", "llm": {"api": "scripted", "script": script}, **extra}
 
 
