@@ -6,11 +6,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 PEERS_STAMP := peers/node_modules/.installed
+PHOENIX_VENV := .venv-phoenix
+PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
+PHOENIX_LOCK := tests/telemetry/phoenix-requirements.txt
 # Real clients written by others that the tests drive (ACP SDK, AG-UI), each pinned in its own lock file.
 CLIENT_STAMPS := clients/acp/node_modules/.installed clients/agui/node_modules/.installed
 DEMO_SCRIPT ?= config/demo/two_subagents.yaml
 
-.PHONY: run test bench setup peers clients acp-client agui-client services browser clean
+.PHONY: run test bench setup peers clients acp-client agui-client phoenix services browser clean
 
 setup: $(VENV_STAMP)
 
@@ -38,6 +41,15 @@ clients/%/node_modules/.installed: clients/%/package.json clients/%/package-lock
 	cd clients/$* && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# Arize Phoenix, a real trace backend for the tracing tests, in a venv of its own so its many
+# dependencies never meet taskwire's pins; every version pinned in $(PHOENIX_LOCK).
+phoenix: $(PHOENIX_STAMP)
+
+$(PHOENIX_STAMP): $(PHOENIX_LOCK)
+	test -x $(PHOENIX_VENV)/bin/python || $(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet -r $(PHOENIX_LOCK) && touch $@ \
+		|| echo "arize-phoenix not installed: the Phoenix trace tests will skip (and fail in CI)"
+
 services:
 	@scripts/ensure-services.sh
 
@@ -51,11 +63,11 @@ run: setup
 	OH_LLM_SCRIPT=$${OH_LLM_SCRIPT:-$(DEMO_SCRIPT)} \
 	$(VENV)/bin/taskwire serve
 
-test: setup peers clients services browser
+test: setup peers clients phoenix services browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup clients services
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) peers/node_modules clients/*/node_modules workspace .pytest_cache
+	rm -rf $(VENV) $(PHOENIX_VENV) peers/node_modules clients/*/node_modules workspace .pytest_cache

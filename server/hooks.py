@@ -3,6 +3,7 @@
 - ``tools``: tools a native agent may be given, by name.
 - ``subagent_sources``: functions that list sub-agent types for a workspace; later sources override earlier ones.
 - ``event_subscribers``: called with every published record (root events, and forwarded sub-agent events); must not block.
+- ``record_observers``: called with every stored record of every tree this server runs, sub-agents' included whatever ``OH_FORWARD_SUBAGENT_EVENTS`` says (traces, metrics); must not block.
 
 ``tests/test_docs.py`` fails when a hook listed in ``HOOKS`` is missing from this docstring.
 """
@@ -21,7 +22,7 @@ from server.settings import Settings
 SubagentSource = Callable[[Path | None], Iterable[SubagentType]]
 """Given a conversation's workspace (or ``None``), the sub-agent types it contributes."""
 
-HOOKS = ("tools", "subagent_sources", "event_subscribers")
+HOOKS = ("tools", "subagent_sources", "event_subscribers", "record_observers")
 
 
 @dataclass
@@ -31,6 +32,7 @@ class Hooks:
     tools: dict[str, type[Tool]] = field(default_factory=dict)
     subagent_sources: list[SubagentSource] = field(default_factory=list)
     event_subscribers: list[RecordSink] = field(default_factory=list)
+    record_observers: list[RecordSink] = field(default_factory=list)
 
     @classmethod
     def with_builtins(cls, settings: Settings) -> Hooks:

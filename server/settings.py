@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -100,6 +100,14 @@ class Settings(BaseSettings):
     store_timeout: float = Field(10.0, gt=0)
     """Seconds a store operation waits for the database (SQLite's write lock, a PostgreSQL
     connection) before it fails: the request answers 503 ``store_unavailable``."""
+    tracing: bool | None = None
+    """Export OpenTelemetry spans (OTLP/HTTP). Unset: on when ``OTEL_EXPORTER_OTLP_ENDPOINT``
+    (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is set; ``false`` turns it off whatever those say."""
+    log_format: Literal["text", "json"] = "text"
+    """``json``: one JSON object per log line, with ``conversation_id``, ``subagent_id`` and
+    ``trace_id`` where the line has them (``taskwire serve``)."""
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+    """The least severe log lines written (``INFO`` adds a line per run start and end)."""
 
     llm_api: Literal["openai", "anthropic", "scripted"] = "scripted"
     """Default LLM dialect for native agents."""
@@ -129,6 +137,11 @@ class Settings(BaseSettings):
         path = os.environ.get("OH_CONFIG_FILE", DEFAULT_CONFIG_FILE)
         toml = TomlConfigSettingsSource(settings_cls, toml_file=path if Path(path).is_file() else None)
         return (init_settings, env_settings, toml)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
 
     @property
     def auth_required(self) -> bool:

@@ -17,9 +17,13 @@ from server.api import agui, sockets, viewer
 from server.api.rest import conversations, events, health, subagents
 from server.api.services import hosted
 from server.api.webhooks import start_webhooks
+from server.api import metrics as metrics_route
+from server.api.metrics import Metrics
 from server.hooks import Hooks
+from server.runtime.ownership import default_replica_id
 from server.settings import Settings
 from server.stream.limits import SubscriberLimit, WaitingRoom
+from server.telemetry.tracer import RecordTracer, tracing_enabled
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -28,18 +32,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with hosted(settings, app.state.hooks) as services:
-            app.state.store, app.state.bus, app.state.runtime = services.store, services.bus, services.runtime
-            extensions = await _start_extensions(app)
-            # What is alive now (imported code, the app) lives as long as the process: keep the
-            # cyclic collector from walking it again on every full collection. Those walks cost
-            # ~50 ms each and came every few thousand events.
-            gc.freeze()
-            try:
-                yield
-            finally:
-                for stop in reversed(extensions):
-                    await stop()
+        tracer = await start_tracing(app)  # before the host: spans are built from its first record
+        try:
+            async with hosted(settings, app.state.hooks) as services:
+                app.state.store, app.state.bus, app.state.runtime = services.store, services.bus, services.runtime
+                services.store.observe_appends(app.state.metrics.append_seconds.observe)
+                services.runtime.tracing = tracer is not None
+                extensions = await _start_extensions(app)
+                # What is alive now (imported code, the app) lives as long as the process: keep the
+                # cyclic collector from walking it again on every full collection. Those walks cost
+                # ~50 ms each and came every few thousand events.
+                gc.freeze()
+                try:
+                    yield
+                finally:
+                    for stop in reversed(extensions):
+                        await stop()
+        finally:
+            if tracer is not None:
+                await tracer.stop()  # after the host: the statuses its stopping runs record end their spans
 
     app = FastAPI(
         title="taskwire",
@@ -51,18 +62,36 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.hooks = Hooks.with_builtins(settings)
     app.state.subscriber_limit = SubscriberLimit(settings.max_subscribers)
     app.state.waiting_room = WaitingRoom(settings.max_unauthenticated_sockets)
+    app.state.metrics = metrics = Metrics(app.state)
+    app.state.hooks.record_observers.append(metrics.records.observe)
+    app.state.hooks.event_subscribers.append(metrics.records.published)
+    app.state.tracer = None
     install_error_handlers(app)
     app.include_router(health.router)
     secured = [Depends(require_api_key)]
     app.include_router(conversations.router, dependencies=secured)
     app.include_router(events.router, dependencies=secured)
     app.include_router(subagents.router, dependencies=secured)
+    app.include_router(metrics_route.router, dependencies=secured)
     app.include_router(sockets.router)  # authenticates itself: header, query or first frame
     app.include_router(agui.router)  # each route names its own auth (the follow route takes a query key)
     app.include_router(viewer.router)
     app.include_router(sockets.fallback)  # last: any other WebSocket path is a 404
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     return app
+
+
+async def start_tracing(app: FastAPI) -> RecordTracer | None:
+    """Export spans built from every stored record, when tracing is configured
+    (``server/telemetry/tracer.py``); ``None`` when it is off."""
+    settings = app.state.settings
+    if not tracing_enabled(settings):
+        return None
+    tracer = RecordTracer(settings, settings.replica_id or default_replica_id())
+    await tracer.start()
+    app.state.hooks.record_observers.append(tracer.offer)
+    app.state.tracer = tracer
+    return tracer
 
 
 async def _start_extensions(app: FastAPI) -> list:

@@ -57,6 +57,7 @@ async def events_socket(websocket: WebSocket, conversation_id: str) -> None:
         # A client may leave at any moment; that is no error of ours.
         log.debug("client of conversation %s left", conversation_id)
         return
+    state.subscriber_limit.record_close(code)
     await close(websocket, code, reason, timeout=state.settings.ws_send_timeout)
 
 

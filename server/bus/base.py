@@ -56,6 +56,10 @@ class Bus(Protocol):
         """False while the bus cannot deliver (Redis down); ``/ready`` reports it."""
         ...
 
+    def queue_depths(self) -> list[int]:
+        """How many records each of this process's subscriptions has queued (metrics)."""
+        ...
+
     async def set_command_handler(self, replica_id: str, handler: CommandHandler) -> None:
         """Receive the commands sent to ``replica_id`` (this process) and run them with
         ``handler``. Replies to this replica's own ``send_command`` calls arrive the same way."""

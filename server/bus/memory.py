@@ -96,6 +96,10 @@ class MemoryBus:
         """The live subscriptions on ``root_id``'s topic."""
         return list(self._topics.get(root_id, ()))
 
+    def queue_depths(self) -> list[int]:
+        """How many records each live subscription has queued (metrics)."""
+        return [len(sub._items) for subs in self._topics.values() for sub in subs]
+
     def subscriber_count(self, root_id: str | None = None) -> int:
         """Live subscriptions on ``root_id``'s topic (on every topic when ``None``)."""
         if root_id is not None:

@@ -103,6 +103,10 @@ class RedisBus:
         """This process's live subscriptions on ``root_id``'s topic (every topic when ``None``)."""
         return self.local.subscriber_count(root_id)
 
+    def queue_depths(self) -> list[int]:
+        """How many records each of this process's subscriptions has queued (metrics)."""
+        return self.local.queue_depths()
+
     @property
     def healthy(self) -> bool:
         return self.sender.up.is_set() and self.receiver.up.is_set()

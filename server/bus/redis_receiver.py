@@ -50,6 +50,8 @@ class RedisReceiver:
         self._pongs: dict[str, asyncio.Future[None]] = {}
         self.up = asyncio.Event()
         """Set while the subscribed connection works."""
+        self.reconnects = 0
+        """Times the subscribed connection came back after it was lost."""
 
     async def watch(self, channel: str) -> None:
         """Subscribe to ``channel`` and wait (briefly) until Redis confirms it, so messages
@@ -99,11 +101,14 @@ class RedisReceiver:
     async def run(self) -> None:
         """Connect, receive, and reconnect with backoff, until cancelled."""
         backoff = Backoff()
+        lost = False
         while True:
             pubsub = self._client.pubsub()
             try:
                 await self._subscribe_all(pubsub)
                 await self._catch_up()
+                if lost:
+                    self.reconnects += 1
                 self.up.set()
                 backoff.reset()
                 await self._read(pubsub)
@@ -113,6 +118,7 @@ class RedisReceiver:
             except Exception:  # anything else: say so, and reconnect all the same
                 log.exception("redis bus: the subscriber failed; reconnecting")
             finally:
+                lost = lost or self.up.is_set()
                 self.up.clear()
                 self._pubsub = None
                 self._confirmed.clear()

@@ -57,6 +57,8 @@ class RedisSender:
         """Set while the publishing connection works."""
         self.dropped = 0
         """Records not sent because Redis was down or the outbound queue was full."""
+        self.reconnects = 0
+        """Times the publishing connection came back after it was lost."""
 
     def send(self, record: EventRecord) -> None:
         """Queue ``record`` for Redis; never blocks (drops and counts instead)."""
@@ -80,11 +82,14 @@ class RedisSender:
     async def run(self) -> None:
         """Connect, send, and reconnect with backoff, until cancelled."""
         backoff = Backoff()
+        lost = False
         while True:
             try:
                 await self._client.ping()
                 if self._latest:
                     await self._write(list(self._latest.values()))
+                if lost:
+                    self.reconnects += 1
                 self.up.set()
                 backoff.reset()
                 await self._send_queued()
@@ -93,6 +98,7 @@ class RedisSender:
                     log.exception("redis bus: the publisher failed; reconnecting")
                 elif self.up.is_set():
                     log.warning("redis bus: publishing connection lost (%r); reconnecting", exc)
+                lost = lost or self.up.is_set()
                 self.up.clear()
                 self.dropped += len(self._outbound)
                 self._outbound.clear()

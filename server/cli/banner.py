@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from server.settings import Settings
+from server.telemetry.tracer import tracing_enabled
 
 
 def taskwire_command() -> str:
@@ -40,6 +41,8 @@ def banner(settings: Settings, port: int) -> list[str]:
         f"  forwarding of sub-agent events: {'on' if settings.forward_subagent_events else 'off'}"
         f"   LLM: {settings.llm_api} {model}",
     ]
+    tracing = "on (OTLP/HTTP)" if tracing_enabled(settings) else "off"
+    lines.append(f"  metrics: {base}/metrics   tracing: {tracing}   (docs/observability.md)")
     if settings.session_api_keys:
         lines.append("  keys are on: send one of OH_SESSION_API_KEYS where <key> stands")
     lines += [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import logging
 from pathlib import Path
 
 from rich.console import Console
@@ -43,6 +44,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from server.api.serving import uvicorn_config
     from server.cli.listening import BannerServer, listen
     from server.environment import drop_settings
+    from server.telemetry.logs import configure_logging
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
     settings = Settings(**overrides)
@@ -64,10 +66,14 @@ def run_serve(args: argparse.Namespace) -> int:
                   "Is another server running there? Choose another port with --port or OH_PORT.")
         return 2
     drop_settings()  # read: from here on no process this one starts can inherit them
-    config = uvicorn_config(create_app(settings), settings)
+    configure_logging(settings.log_format, settings.log_level)
+    config = uvicorn_config(create_app(settings), settings, log_level=settings.log_level.lower(), log_config=None)
     port = listener.getsockname()[1]
 
     def announce() -> None:
+        if settings.log_format == "json":  # stderr stays one JSON object per line
+            logging.getLogger("server.cli").warning("taskwire listening on %s:%d", settings.host, port)
+            return
         for line in banner(settings, port):
             err.print(line)
 

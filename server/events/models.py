@@ -58,6 +58,22 @@ class Usage(BaseModel):
         )
 
 
+class LLMCall(BaseModel):
+    """One LLM request an agent made, as the ``usage`` state update after it reports it (its
+    ``value["added"]``, beside the tokens): what a trace's ``chat`` span is built from."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    model: str | None = None
+    """The model asked."""
+    finish_reason: str | None = None
+    """Why it stopped, as the provider says (``stop``, ``tool_calls``, ``end_turn`` ...)."""
+    response_id: str | None = None
+    """The provider's id of the response (``llm_response_id`` on its tool calls)."""
+    started_at: Timestamp | None = None
+    """When the request was sent, UTC."""
+
+
 class Event(BaseModel):
     """Base of every event; ``kind`` is filled with the class name."""
 
@@ -159,7 +175,9 @@ class StreamingDeltaEvent(Event):
 
 class ConversationStateUpdateEvent(Event):
     """A change of conversation state (``key=status``; ``key=usage`` with the conversation's
-    usage so far, after each model call), or the ``full_state`` first frame."""
+    usage so far, after each model call, and under ``added`` what that call added: its tokens
+    and, for a request taskwire made itself, its ``LLMCall`` fields), or the ``full_state``
+    first frame."""
 
     kind: Literal["ConversationStateUpdateEvent"] = "ConversationStateUpdateEvent"
     source: Source = "environment"

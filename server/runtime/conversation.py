@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, TypeVar
 from server.events import (
     ConversationStateUpdateEvent,
     Event,
-    EventRecord,
+    LLMCall,
     SubagentFinishedEvent,
     SubagentStartedEvent,
     Usage,
@@ -120,47 +120,56 @@ class ConversationHost:
                 self._sink(event_record(self.conversation_id, self.root_id, event))  # seq stays None
             return
         if not wait:
-            self._store.submit(self.conversation_id, self.root_id, event, self._sink or _ignore)
+            self._store.submit(self.conversation_id, self.root_id, event, self._sink or self._publisher.observe)
             await self._store.room()
             return
         # The store publishes it once durable, in seq order (see EventStore.append), even if
         # this caller is cancelled while it waits.
-        await self._store.append(self.conversation_id, self.root_id, event, self._sink)
+        # A sub-agent's record that is not published (forwarding off) still reaches the record
+        # observers (traces, metrics).
+        await self._store.append(self.conversation_id, self.root_id, event, self._sink or self._publisher.observe)
 
     async def emit_in(self, conversation_id: str, event: Event) -> None:
         """Record an already-stamped event in a stream of this tree that has no live host (a
         sub-agent of a run that died), publishing it as its own host would have."""
         own = conversation_id == self.conversation_id or self.settings.forward_subagent_events
-        await self._store.append(conversation_id, self.root_id, event, self._publisher.publish if own else None)
+        await self._store.append(
+            conversation_id, self.root_id, event, self._publisher.publish if own else self._publisher.observe
+        )
 
     async def emit_status_snapshot(self) -> None:
         """Record the current status (a new conversation's first event: ``idle``)."""
         await self.emit(ConversationStateUpdateEvent(key="status", value=self.record.status))
 
-    async def set_status(self, status: str) -> None:
-        """Record ``status``: the row, then its event, whole (see the module docstring)."""
-        await self.whole(self._record_status(status))
+    async def set_status(self, status: str) -> str | None:
+        """Record ``status``: the row, then its event, whole (see the module docstring).
+        Returns the id of its event (``None`` when the status did not change)."""
+        return await self.whole(self._record_status(status))
 
-    async def _record_status(self, status: str) -> None:
+    async def _record_status(self, status: str) -> str | None:
         if self.record.status == status:
-            return
+            return None
         # Events emitted without waiting are stored first: when REST shows the new status, the
         # stream before it is whole. The status event comes after, so a socket's first frame
         # never names a status its replay has not reached.
         await self._store.flush()
         self.record = await self._store.update_conversation(self.conversation_id, status=status)
-        await self.emit(ConversationStateUpdateEvent(key="status", value=status))
+        event = ConversationStateUpdateEvent(key="status", value=status)
+        await self.emit(event)
+        return event.id
 
-    async def add_usage(self, usage: Usage) -> None:
-        """Add one model call's usage to this conversation's, and tell subscribers the total."""
-        await self.whole(self._record_usage(usage))
+    async def add_usage(self, usage: Usage, call: LLMCall | None = None) -> None:
+        """Add one model call's usage to this conversation's, and tell subscribers the total
+        (and, under ``added``, what this call added)."""
+        await self.whole(self._record_usage(usage, call))
 
-    async def _record_usage(self, usage: Usage) -> None:
+    async def _record_usage(self, usage: Usage, call: LLMCall | None) -> None:
         self.record = await self._store.update_conversation(
             self.conversation_id, usage=self.record.usage + usage
         )
-        total = self.record.usage.model_dump()
-        await self.emit(ConversationStateUpdateEvent(key="usage", value=total), wait=False)
+        value = self.record.usage.model_dump()
+        value["added"] = usage.model_dump() | (call.model_dump(mode="json", exclude_none=True) if call else {})
+        await self.emit(ConversationStateUpdateEvent(key="usage", value=value), wait=False)
 
     async def whole(self, change: Coroutine[Any, Any, T]) -> T:
         """Run ``change`` (writes of this conversation that belong together) to its end as the
@@ -322,6 +331,3 @@ class ConversationHost:
                 return found
         return None
 
-
-def _ignore(record: EventRecord) -> None:
-    """The sink of a sub-agent whose events are not forwarded: stored, not published."""

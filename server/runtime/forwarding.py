@@ -31,25 +31,38 @@ class TopicPublisher:
     """Publishes one tree's records on its bus topic, in ``seq`` order, chaining ``prev_seq``.
 
     ``prev_seq`` lets a subscriber tell a gap (a record the bus lost) from a seq that was never
-    published (a sub-agent's, with forwarding off).
+    published (a sub-agent's, with forwarding off). ``sinks`` see what is published;
+    ``observers`` see every stored record of the tree, published or not (``observe``).
     """
 
-    def __init__(self, bus: Bus, root_id: str, last_seq: int, sinks: list[RecordSink]) -> None:
+    def __init__(
+        self, bus: Bus, root_id: str, last_seq: int, sinks: list[RecordSink], observers: list[RecordSink] | None = None
+    ) -> None:
         self._bus = bus
         self._root_id = root_id
         self._prev_seq = last_seq or None
         self._sinks = sinks
+        self._observers = observers if observers is not None else []
 
     def publish(self, record: EventRecord) -> None:
         if record.seq is not None:
             record.prev_seq = self._prev_seq
             self._prev_seq = record.seq
+            for observer in self._observers:
+                observer(record)
         self._bus.publish(self._root_id, record)
         for sink in self._sinks:
             sink(record)
 
+    def observe(self, record: EventRecord) -> None:
+        """A stored record of the tree that is not published (a sub-agent's, forwarding off):
+        only the observers see it."""
+        for observer in self._observers:
+            observer(record)
+
 
 def forwarder(publisher: TopicPublisher, enabled: bool) -> RecordSink | None:
     """The forwarding callback a sub-agent's conversation calls with each of its records:
-    publish on the root's topic when forwarding is on; nothing at all when it is off."""
+    publish on the root's topic when forwarding is on; ``None`` when it is off (its host then
+    shows its stored records to the record observers only: traces and metrics see the tree)."""
     return publisher.publish if enabled else None

@@ -37,6 +37,8 @@ from server.runtime.tree import subagent_entries
 from server.settings import Settings
 from server.store import ConversationRecord, Store
 from server.store.owned import settle
+from server.telemetry import logcontext
+from server.telemetry.ids import trace_id_hex, trace_id_of
 
 if TYPE_CHECKING:
     from server.hooks import Hooks
@@ -63,6 +65,10 @@ class Runtime:
         self._reconciler: asyncio.Task[None] | None = None
         self.ownership = Ownership(self)
         """Which replica runs each conversation (``@owned`` commands go there)."""
+        self.tracing = False
+        """Set when spans are exported: a run's log lines then carry its trace id."""
+        self.takeovers = 0
+        """Runs this process took over from the store, their owner gone (a lapsed lease, a restart)."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -175,7 +181,10 @@ class Runtime:
                     f"{conversation_id!r} is a sub-agent; it runs under its parent {record.root_id!r}",
                     code="subagent_conversation",
                 )
-            publisher = TopicPublisher(self.bus, record.root_id, await self.store.last_seq(record.root_id), self.hooks.event_subscribers)
+            publisher = TopicPublisher(
+                self.bus, record.root_id, await self.store.last_seq(record.root_id),
+                self.hooks.event_subscribers, self.hooks.record_observers,
+            )
             host = ConversationHost(
                 record,
                 store=self.store,
@@ -188,6 +197,8 @@ class Runtime:
                 # Nothing runs it here (the process that ran it is gone, or its run lost writes
                 # to a failing store): close its open calls honestly; if it was running, it is
                 # paused. Whole, and before anyone is handed the host.
+                if record.status == "running":
+                    self.takeovers += 1
                 await settle(self.store.own(self._recover(host)))
                 self._stranded.discard(conversation_id)
             self._roots[conversation_id] = host
@@ -289,7 +300,9 @@ class Runtime:
         host.clear_pause()
         outcome = "paused"  # a run cut short (interrupted, cancelled) ends paused
         try:
-            await host.set_status("running")
+            status_event_id = await host.set_status("running")
+            self._bind_log_context(host, status_event_id)
+            log.info("run started")
             if started is not None:
                 started.set()
             backend = await host.backend()
@@ -301,6 +314,7 @@ class Runtime:
         except (BackendError, StoreUnavailable) as exc:
             outcome = "error"
             await host.emit(AgentErrorEvent(error=exc.detail, code=exc.code))
+            log.warning("run failed: %s (%s)", exc.detail, exc.code)
             raise
         except Exception as exc:  # our bug: keep serving, record it, log the traceback
             outcome = "error"
@@ -309,6 +323,17 @@ class Runtime:
             raise BackendError(f"internal error: {exc!r}", code="internal_error") from exc
         finally:
             await host.set_status(outcome)
+            log.info("run ended: %s", outcome)
+
+    def _bind_log_context(self, host: ConversationHost, status_event_id: str | None) -> None:
+        """Name this run in the log lines of its task and the tasks it starts (its sub-agents
+        inherit the root's trace id). The trace id is the one its spans get (see
+        ``server/telemetry/ids.py``), given only when spans are exported."""
+        if host.is_subagent:
+            logcontext.bind(conversation_id=host.root_id, subagent_id=host.conversation_id)
+            return
+        trace_id = trace_id_hex(trace_id_of(status_event_id)) if self.tracing and status_event_id else None
+        logcontext.bind(conversation_id=host.conversation_id, subagent_id=None, trace_id=trace_id)
 
     @owned
     async def pause(self, conversation_id: str) -> None:

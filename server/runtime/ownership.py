@@ -104,6 +104,11 @@ class Ownership:
         """True when replicas share the store, and so ownership matters."""
         return self._leases is not None
 
+    @property
+    def lease_count(self) -> int:
+        """Leases this replica holds now (none with one machine: nothing is leased)."""
+        return len(self._held)
+
     def holds(self, root_id: str) -> bool:
         """Whether this replica holds the lease of ``root_id`` (always, with one machine)."""
         return self._leases is None or root_id in self._held

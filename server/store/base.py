@@ -127,6 +127,11 @@ class EventStore(Protocol):
         """Return once every append and submit made so far is stored (or has failed)."""
         ...
 
+    def observe_appends(self, observer: Callable[[float], None] | None) -> None:
+        """Call ``observer`` with the seconds each stored append took, from queued to
+        stored (the append latency metric). It runs on the writer's path: it must be cheap."""
+        ...
+
     async def search(
         self,
         query: EventQuery,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
@@ -66,6 +67,8 @@ class _Append:
     """An ``append`` waits on it; a ``submit`` has ``on_stored`` instead."""
     seq_before: int | None
     on_stored: OnStored | None = None
+    queued_at: float = 0.0
+    """``time.perf_counter()`` when it was queued (for the append latency metric)."""
 
 
 @dataclass(slots=True)
@@ -103,6 +106,8 @@ class GroupCommit:
         self._wakeup = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self.observer: Callable[[float], None] | None = None
+        """Called with the seconds each stored append took, from queued to stored (metrics)."""
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="event-writer")
@@ -148,6 +153,7 @@ class GroupCommit:
             raise ValueError(f"{item.event.kind} is ephemeral: it is published, never stored")
         if self._closing or self._task is None or self._task.done():
             raise RuntimeError("the event store is not open")
+        item.queued_at = time.perf_counter()
         self._queue.append(item)
         self._queued_count += 1
         self._wakeup.set()
@@ -272,6 +278,8 @@ class GroupCommit:
             asyncio.get_running_loop().call_soon(item.on_stored, record)
         if item.future is not None and not item.future.done():
             item.future.set_result(record)
+        if self.observer is not None:
+            self.observer(time.perf_counter() - item.queued_at)
         self._settled()
 
     def _fail(self, item: _Append, exc: BaseException, *, logged: bool = False) -> None:

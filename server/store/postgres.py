@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections import Counter
-from typing import Any, Coroutine, Sequence, TypeVar
+from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 import asyncpg
 
@@ -167,6 +167,7 @@ class PostgresStore(PostgresConversationStore):
         self._max_batch = max_batch
         self._fold_after = fold_after
         self._commit: _CounterCommit | None = None
+        self._append_observer: Callable[[float], None] | None = None
 
     @property
     def pool(self) -> PostgresPool:
@@ -177,6 +178,7 @@ class PostgresStore(PostgresConversationStore):
         """Connect, migrate, start the writer task."""
         await self._db.open()
         self._commit = _CounterCommit(_EventWriter(self._db, fold_after=self._fold_after), max_batch=self._max_batch)
+        self._commit.observer = self._append_observer
         self._commit.start()
 
     async def close(self) -> None:
@@ -224,6 +226,12 @@ class PostgresStore(PostgresConversationStore):
         """See ``EventStore.flush``."""
         if self._commit is not None:
             await self._commit.flush()
+
+    def observe_appends(self, observer: Callable[[float], None] | None) -> None:
+        """See ``EventStore.observe_appends``."""
+        self._append_observer = observer
+        if self._commit is not None:
+            self._commit.observer = observer
 
     async def search(
         self,

@@ -9,7 +9,7 @@ Counts by stream and kind read running counts (``counted_sql``) instead of the r
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Coroutine, Sequence, TypeVar
+from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 import aiosqlite
 
@@ -89,6 +89,10 @@ class SQLiteStore(SQLiteConversationStore):
     async def flush(self) -> None:
         """See ``EventStore.flush``."""
         await self._commit.flush()
+
+    def observe_appends(self, observer: Callable[[float], None] | None) -> None:
+        """See ``EventStore.observe_appends``."""
+        self._commit.observer = observer
 
     async def search(
         self,

@@ -1,10 +1,14 @@
 """Limits on live sockets: ``SubscriberLimit`` (how many live subscribers, sockets and SSE, one
-server serves at once) and ``WaitingRoom`` (how many sockets may wait to authenticate)."""
+server serves at once, and why the server closed them, for ``/metrics``) and ``WaitingRoom``
+(how many sockets may wait to authenticate)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from contextlib import contextmanager
 from typing import Generic, Hashable, Iterator, TypeVar
+
+from server.stream.close_codes import CloseCode
 
 T = TypeVar("T", bound=Hashable)
 
@@ -15,6 +19,16 @@ class SubscriberLimit:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.active = 0
+        self.closes: Counter[str] = Counter()
+        """Subscribers closed by the server, by reason (``too_slow``, ``normal``, ...)."""
+
+    def record_close(self, code: int) -> None:
+        """Count a subscriber closed with ``code`` (a ``CloseCode``, or 1000/1011)."""
+        try:
+            reason = CloseCode(code).name.lower()
+        except ValueError:
+            reason = {1000: "normal", 1011: "internal_error"}.get(code, str(code))
+        self.closes[reason] += 1
 
     @contextmanager
     def claim(self) -> Iterator[bool]:

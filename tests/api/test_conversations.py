@@ -312,6 +312,9 @@ async def test_usage_is_sent_as_an_event_after_each_model_call(server: RunningSe
     events = await all_events(server, info["id"], kind="ConversationStateUpdateEvent")
     usages = [e["value"] for e in events if e["key"] == "usage"]
     assert [u["llm_calls"] for u in usages] == [1, 2]
-    assert usages[-1] == done["usage"]
+    assert {key: usages[-1][key] for key in done["usage"]} == done["usage"]
+    # ... and what each call added, for traces and metrics.
+    assert [u["added"]["llm_calls"] for u in usages] == [1, 1]
+    assert {u["added"]["model"] for u in usages} == {"scripted"} and all(u["added"]["started_at"] for u in usages)
     statuses = [e["value"] for e in events if e["key"] == "status"]
     assert statuses == ["idle", "running", "finished"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Protocol
 
-from server.events import Event, Usage
+from server.events import Event, LLMCall, Usage
 from server.settings import Settings
 
 
@@ -69,8 +69,9 @@ class AgentHost(Protocol):
         """Emit the child's ``SubagentFinishedEvent`` and record its outcome."""
         ...
 
-    async def add_usage(self, usage: Usage) -> None:
-        """Add an LLM call's tokens to this conversation's stats."""
+    async def add_usage(self, usage: Usage, call: LLMCall | None = None) -> None:
+        """Add an LLM call's tokens to this conversation's stats; ``call`` describes the
+        request when the backend made it itself (a trace's ``chat`` span comes from it)."""
         ...
 
 

@@ -12,7 +12,8 @@ import asyncio
 from typing import Any
 
 from server.errors import BackendError, TaskwireError, ToolError
-from server.events import ActionEvent, MessageEvent, ObservationEvent, StreamingDeltaEvent
+from server.events import ActionEvent, LLMCall, MessageEvent, ObservationEvent, StreamingDeltaEvent
+from server.events.models import utc_now
 from server.events.closing import INTERRUPTED, closing_status, closing_text
 from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall
 from server.runtime.backends.base import AgentHost
@@ -76,8 +77,11 @@ class NativeBackend:
         async def on_delta(text: str) -> None:
             await host.emit(StreamingDeltaEvent(content=text))
 
+        started_at = utc_now()
         response = await self.llm.complete(request, on_delta)
-        await host.add_usage(response.usage)
+        finish_reason = response.stop_reason or ("tool_calls" if response.tool_calls else "stop")
+        call = LLMCall(model=self.model, finish_reason=finish_reason, response_id=response.id, started_at=started_at)
+        await host.add_usage(response.usage, call)
         return response
 
     async def run_tool_calls(self, host: AgentHost, response: LLMResponse) -> str | None:
