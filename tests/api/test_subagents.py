@@ -39,7 +39,10 @@ def task_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def without_volatile(event: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in event.items() if k not in ("id", "timestamp", "seq")}
+    kept = {k: v for k, v in event.items() if k not in ("id", "timestamp", "seq")}
+    if event.get("key") == "usage":  # when each model call started is a time too
+        kept["value"] = {**event["value"], "added": {k: v for k, v in event["value"]["added"].items() if k != "started_at"}}
+    return kept
 
 
 async def run_two_subagents(server: RunningServer) -> dict[str, Any]:
