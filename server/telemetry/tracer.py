@@ -2,13 +2,12 @@
 
 On when an OTLP endpoint is configured (``OTEL_EXPORTER_OTLP_ENDPOINT`` or
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) unless ``OH_TRACING=false``; ``OH_TRACING=true``
-forces it on (the SDK's default endpoint, ``http://localhost:4318``). The exporter reads the
-standard ``OTEL_EXPORTER_OTLP_*`` variables (headers, timeout, compression, certificates) and
-the resource ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES``.
+forces it on (the SDK's default endpoint, ``http://localhost:4318``).
 
 ``offer`` (a record observer) only queues: a bounded queue, whose overflow is counted. A task
-feeds the queued records to the ``SpanBuilder`` in batches and exports the spans that ended,
-in a worker thread (the SDK's exporter blocks); spans it could not export are counted.
+ships the queued records in batches to the tracing worker, a process of its own that builds
+the spans and exports them (``trace_worker.py``: encoding spans would otherwise hold this
+process's interpreter lock). What the worker could not build or export is counted too.
 """
 
 from __future__ import annotations
@@ -16,29 +15,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import struct
+import sys
 import time
 from collections import deque
-from typing import Mapping
+from typing import Any, Mapping
 
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
-
-import server
 from server.events import EventRecord
 from server.settings import Settings
-from server.telemetry.span_builder import SpanBuilder
-from server.telemetry.spans import SpanData
+from server.telemetry import trace_worker
+from server.telemetry.span_builder import KINDS
 
 log = logging.getLogger(__name__)
 
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_SCOPE = InstrumentationScope("taskwire", server.__version__)
+STOP_TIMEOUT = 30.0
+"""Seconds the worker gets at shutdown to end and export the spans still open."""
+_LENGTH = struct.Struct(">I")
 
 
 def tracing_enabled(settings: Settings, environ: Mapping[str, str] = os.environ) -> bool:
@@ -52,57 +46,52 @@ def tracing_enabled(settings: Settings, environ: Mapping[str, str] = os.environ)
     return any(environ.get(name) for name in ENDPOINTS)
 
 
-def resource_for(replica_id: str) -> Resource:
-    """The resource of every span: the environment's (``OTEL_SERVICE_NAME``,
-    ``OTEL_RESOURCE_ATTRIBUTES``) over taskwire's version and replica id; ``service.name`` is
-    ``taskwire`` unless the environment names it."""
-    ours = Resource({"service.version": server.__version__, "service.instance.id": replica_id})
-    resource = ours.merge(Resource.create({}))  # the argument of merge wins
-    if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
-        resource = resource.merge(Resource({"service.name": "taskwire"}))
-    return resource
+class WorkerGone(Exception):
+    """The tracing worker process ended or stopped answering."""
 
 
 class RecordTracer:
-    """Builds spans from the records ``offer`` is given and exports them; see the module docstring."""
+    """Queues records for the tracing worker and ships them; see the module docstring.
+
+    ``start`` it in the server's loop; ``stop`` ships what is queued, has the worker end the
+    spans still open and export them, then ends the worker.
+    """
 
     def __init__(
         self,
-        exporter: SpanExporter,
-        resource: Resource,
+        settings: Settings,
+        replica_id: str,
+        environ: Mapping[str, str] = os.environ,
         *,
-        capture_content: bool = False,
         queue_size: int = 100_000,
-        batch_size: int = 512,
-        interval: float = 0.5,
+        batch_size: int = 5_000,
+        interval: float = 0.25,
     ) -> None:
-        self._exporter = exporter
-        self._resource = resource
-        self._builder = SpanBuilder(capture_content=capture_content)
-        self._kinds = self._builder.kinds
+        capture = environ.get(CAPTURE_CONTENT, "").strip().lower() == "true"
+        self._kinds = KINDS | {"MessageEvent"} if capture else KINDS
+        otel = {k: v for k, v in environ.items() if k.startswith("OTEL_")}
+        self._config = (capture, replica_id, otel, settings.log_format, settings.log_level)
         self._records: deque[EventRecord] = deque()
         self._queue_size = queue_size
         self._batch_size = batch_size
         self._interval = interval
-        self._spans: list[SpanData] = []
         self._wakeup = asyncio.Event()
+        self._closing = False
+        self._process: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task[None] | None = None
+        self._before = (0, 0, 0)
         self.records_dropped = 0
-        """Records not traced because the queue was full (their spans are missing or cut short)."""
+        """Records not traced: the queue was full, or the worker died with them."""
         self.spans_exported = 0
         self.spans_failed = 0
         """Spans the exporter did not take (the collector down, refusing, or too slow)."""
-
-    @classmethod
-    def from_environment(cls, replica_id: str, environ: Mapping[str, str] = os.environ) -> RecordTracer:
-        """A tracer exporting with the SDK's OTLP/HTTP exporter, configured by ``OTEL_*``."""
-        capture = environ.get(CAPTURE_CONTENT, "").strip().lower() == "true"
-        return cls(OTLPSpanExporter(), resource_for(replica_id), capture_content=capture)
+        self.spans_not_built = 0
+        """Spans the worker did not build (too many open at once)."""
 
     @property
     def spans_dropped(self) -> int:
-        """Spans not built (too many open at once) or not exported."""
-        return self._builder.dropped + self.spans_failed
+        """Spans not built or not exported."""
+        return self.spans_not_built + self.spans_failed
 
     # -- the record observer ---------------------------------------------------------------
 
@@ -119,73 +108,85 @@ class RecordTracer:
 
     # -- the task --------------------------------------------------------------------------
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="record tracer")
+    async def start(self) -> None:
+        await self._spawn()
+        self._task = asyncio.create_task(self._ship_forever(), name="record tracer")
 
     async def stop(self) -> None:
-        """Trace what is queued, end what is still open, export it all, then stop."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-        self._build()
-        self._builder.close_all(time.time_ns())
-        self._spans.extend(self._builder.spans_to_export())
-        while self._spans:
-            await self._export()
-        await asyncio.to_thread(self._exporter.shutdown)
+        """Ship what is queued, end what is still open, export it all, then stop the worker."""
+        if self._task is None:
+            return
+        self._closing = True
+        self._wakeup.set()
+        await self._task
+        self._task = None
+        try:
+            async with asyncio.timeout(STOP_TIMEOUT):
+                self._update(await self._call("finish", time.time_ns()))
+                assert self._process is not None
+                await self._process.wait()
+        except (WorkerGone, TimeoutError):
+            log.error("tracing: the tracing worker did not finish; spans still open are lost")
+        finally:
+            self._end_worker()
 
-    async def _run(self) -> None:
-        last_export = time.monotonic()
+    async def _ship_forever(self) -> None:
         while True:
             await self._wakeup.wait()
-            await asyncio.sleep(self._interval / 5)  # let a batch of records gather
+            if not self._closing:
+                await asyncio.sleep(self._interval)  # let a batch gather
             self._wakeup.clear()
-            self._build()
-            due = time.monotonic() - last_export >= self._interval
-            if self._spans and (due or len(self._spans) >= self._batch_size or not self._records):
-                await self._export()
-                last_export = time.monotonic()
+            while self._records:
+                await self._ship()
+            if self._closing:
+                return
 
-    def _build(self) -> None:
-        records, builder = self._records, self._builder
-        while records:
-            record = records.popleft()
-            try:
-                builder.receive(record)
-            except Exception:  # a record we cannot read must not stop tracing
-                log.exception("tracing: could not read %s %s", record.kind, record.id)
-        self._spans.extend(builder.spans_to_export())
-
-    async def _export(self) -> None:
-        batch, self._spans = self._spans[: self._batch_size], self._spans[self._batch_size :]
-        readable = [self._readable(span) for span in batch]
+    async def _ship(self) -> None:
+        records = self._records
+        rows = [trace_worker.row_of(records.popleft()) for _ in range(min(self._batch_size, len(records)))]
         try:
-            result = await asyncio.to_thread(self._exporter.export, readable)
-        except Exception as exc:  # the exporter logs its own failures; count them here
-            log.warning("tracing: exporting %d spans failed: %r", len(batch), exc)
-            result = SpanExportResult.FAILURE
-        if result is SpanExportResult.SUCCESS:
-            self.spans_exported += len(batch)
-        else:
-            self.spans_failed += len(batch)
+            self._update(await self._call("trace", rows))
+        except WorkerGone:
+            # Its open spans died with it; a new worker traces the runs that start from now.
+            log.error("tracing: the tracing worker died; starting another")
+            self.records_dropped += len(rows)
+            self._before = (self.spans_exported, self.spans_failed, self.spans_not_built)
+            self._end_worker()
+            await self._spawn()
 
-    def _readable(self, span: SpanData) -> ReadableSpan:
-        parent = (
-            SpanContext(span.trace_id, span.parent_span_id, is_remote=False, trace_flags=_SAMPLED)
-            if span.parent_span_id is not None
-            else None
+    # -- the worker process ----------------------------------------------------------------
+
+    async def _spawn(self) -> None:
+        self._process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "server.telemetry.trace_worker",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         )
-        status = Status(StatusCode.ERROR, span.error) if span.error is not None else Status(StatusCode.UNSET)
-        return ReadableSpan(
-            name=span.name,
-            context=SpanContext(span.trace_id, span.span_id, is_remote=False, trace_flags=_SAMPLED),
-            parent=parent,
-            resource=self._resource,
-            attributes=span.attributes,
-            kind=SpanKind.CLIENT if span.kind == "client" else SpanKind.INTERNAL,
-            status=status,
-            start_time=span.start_ns,
-            end_time=span.end_ns if span.end_ns is not None else span.start_ns,
-            instrumentation_scope=_SCOPE,
-        )
+        assert self._process.stdin is not None
+        self._process.stdin.write(trace_worker.frame(self._config))
+
+    async def _call(self, op: str, payload: Any) -> trace_worker.Stats:
+        """Send one request to the worker and read its answer. A cancelled call leaves the
+        protocol half way: the worker is ended, and the next call starts another."""
+        process = self._process
+        if process is None or process.stdin is None or process.stdout is None:
+            raise WorkerGone("no tracing worker")
+        try:
+            process.stdin.write(trace_worker.frame((op, payload)))
+            await process.stdin.drain()
+            (size,) = _LENGTH.unpack(await process.stdout.readexactly(_LENGTH.size))
+            return trace_worker.decode(await process.stdout.readexactly(size))
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            raise WorkerGone(f"the tracing worker is gone: {exc!r}") from exc
+        except asyncio.CancelledError:
+            self._end_worker()
+            raise
+
+    def _end_worker(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.returncode is None:
+            process.kill()
+
+    def _update(self, stats: trace_worker.Stats) -> None:
+        """Take the worker's counts (its own since it started, over those of workers before it)."""
+        exported, failed, not_built = self._before
+        self.spans_exported, self.spans_failed, self.spans_not_built = exported + stats[0], failed + stats[1], not_built + stats[2]

@@ -82,6 +82,18 @@ async def test_a_bridged_peers_subagents_nest_under_its_agent_calls(tmp_path: Pa
     assert not [s for s in spans if s.operation == "chat"]  # the peer's own model calls are not ours to see
 
 
+async def test_claude_sdk_subagents_nest_the_same_way(tmp_path: Path) -> None:
+    recording = Path(__file__).parents[1] / "claude_sdk" / "two_subagents.sdk.jsonl"
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        conversation_id = await run_to_end(server.client, {"kind": "claude_sdk", "replay": str(recording)})
+        entries = await subagents(server.client, conversation_id)
+        spans = await build(server, conversation_id)
+    assert {e["parent_tool_use_id"] for e in entries} == {"toolu_main_1_1_0005", "toolu_main_1_2_0006"}
+    agents = check_tree(spans, conversation_id, entries)
+    for agent in agents.values():
+        assert [s.operation for s in spans if s.parent_id == agent.span_id] == ["execute_tool"]
+
+
 def test_failed_and_cancelled_calls_and_subagents_are_errors() -> None:
     root = "root-1"
     events: list[tuple[str, Event]] = [
