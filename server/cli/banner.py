@@ -41,8 +41,6 @@ def banner(settings: Settings, port: int) -> list[str]:
         f"  forwarding of sub-agent events: {'on' if settings.forward_subagent_events else 'off'}"
         f"   LLM: {settings.llm_api} {model}",
     ]
-    tracing = "on (OTLP/HTTP)" if tracing_enabled(settings) else "off"
-    lines.append(f"  metrics: {base}/metrics   tracing: {tracing}   (docs/observability.md)")
     if settings.session_api_keys:
         lines.append("  keys are on: send one of OH_SESSION_API_KEYS where <key> stands")
     lines += [
@@ -51,5 +49,6 @@ def banner(settings: Settings, port: int) -> list[str]:
         "  watch it live (with the id it returns):",
         f"    {cmd} watch <id> --url {base}{key}",
         f"  or run the whole demo:  {cmd} demo --url {base}{key}",
+        f"  metrics: {base}/metrics   tracing: {'on (OTLP/HTTP)' if tracing_enabled(settings) else 'off'}",
     ]
     return lines
