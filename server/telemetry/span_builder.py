@@ -37,6 +37,8 @@ KINDS = {
     "ObservationEvent", "ACPToolCallEvent", "AgentErrorEvent",
 }
 """The kinds that shape spans; any other record is skipped without being parsed."""
+MAX_WAITING_INPUTS = 10_000
+"""Roots whose user messages are kept for their next run's span (content capture)."""
 
 
 @dataclass
@@ -93,6 +95,8 @@ class SpanBuilder:
         elif run is None:
             if kind == "MessageEvent" and event.get("role") == "user" and conversation_id == record.root_id:
                 self._inputs.setdefault(record.root_id, []).append(str(event.get("content", "")))
+                if len(self._inputs) > MAX_WAITING_INPUTS:  # conversations sent messages that never ran
+                    self._inputs.pop(next(iter(self._inputs)))
         elif kind == "ActionEvent":
             span = self._tool_started(run, record, event, str(event.get("tool_name")))
             if span is not None and self.capture_content:
@@ -214,6 +218,9 @@ class SpanBuilder:
         if status in SUBAGENT_ERRORS:
             error = str(event.get("result") or f"sub-agent {status}")
             span.attributes[a.ERROR_TYPE] = status
+        else:  # an agent error it got past is no failure of the sub-agent
+            span.error = None
+            span.attributes.pop(a.ERROR_TYPE, None)
         self._end(span, unix_ns(record.timestamp), record.seq, error=error)
 
     # -- tool calls -----------------------------------------------------------------------

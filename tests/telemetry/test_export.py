@@ -33,8 +33,16 @@ async def test_spans_are_exported_and_log_lines_carry_their_run_and_trace(tmp_pa
             conversation_id = await run_to_end(server.client, native_agent())
             entries = await subagents(server.client, conversation_id)
             expected = await expected_span_count(server.client, conversation_id)
-            await wait_until(lambda: len(receiver.spans) >= expected, timeout=60, what=f"{expected} spans")
-            metrics = (await server.client.get("/metrics")).text
+            await wait_until(lambda: len(receiver.spans) >= expected, timeout=120, what=f"{expected} spans")
+            exported = f"taskwire_trace_spans_exported_total {float(expected)}"
+            metrics = ""
+
+            async def counted() -> bool:  # the worker reports once the collector has answered
+                nonlocal metrics
+                metrics = (await server.client.get("/metrics")).text
+                return exported in metrics
+
+            await wait_until(counted, timeout=60, what="the exported spans on /metrics")
         finally:
             await server.stop()
             await server.client.aclose()
@@ -42,7 +50,6 @@ async def test_spans_are_exported_and_log_lines_carry_their_run_and_trace(tmp_pa
     assert len(spans) == expected
     check_tree(spans, conversation_id, entries)
     assert {r["service.name"] for r in receiver.resources} == {"taskwire-test"}
-    assert f"taskwire_trace_spans_exported_total {float(expected)}" in metrics
     assert "taskwire_trace_spans_dropped_total 0.0" in metrics
 
     lines = [json.loads(line) for line in server.log_path.read_text().splitlines()]  # every line is JSON

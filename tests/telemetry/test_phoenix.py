@@ -60,7 +60,7 @@ async def spans_of_run(phoenix: Phoenix, server: ServerProcess, project: str, co
         found = [s for s in await phoenix.spans(project) if s.attributes.get("gen_ai.conversation.id") == conversation_id]
         return len(found) >= expected
 
-    await wait_until(arrived, timeout=60, what=f"{expected} spans in Phoenix (have {len(found)})")
+    await wait_until(arrived, timeout=120, what=f"{expected} spans in Phoenix")
     assert len(found) == expected
     return found
 
