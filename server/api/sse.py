@@ -161,7 +161,8 @@ class AguiStream(Response):
             return  # the client left
         error = pumping.exception()
         if error is None:  # the EventStream closed: the client fell a whole queue behind
-            _, reason = pumping.result()
+            code, reason = pumping.result()
+            self.state.subscriber_limit.record_close(code)  # counted on /metrics, as sockets' are
             await writer.frames(projection.stream_closed("too_slow", reason))
         elif not isinstance(error, (_Ended, OSError)):
             log.error("AG-UI stream of %s failed", self.conversation.id, exc_info=error)

@@ -8,6 +8,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from server.stream import CloseCode
+from tests.agui.sse_client import frames_of
 from tests.api.socket_client import next_frame, open_socket, produce, read_until_closed
 from tests.servers import RunningServer, isolated_settings, taskwire_server
 from tests.telemetry.runs import native_agent, run_to_end, subagents
@@ -97,15 +98,29 @@ async def test_a_client_closed_as_too_slow_is_counted(tmp_path: Path) -> None:
         conversation_id = (await server.client.post("/api/conversations", json={"agent": {"kind": "native"}, "run": False})).json()["id"]
         async with open_socket(server, conversation_id, max_queue=4, compress=False) as ws:
             await next_frame(ws)  # then read nothing
+            assert total(await scrape(server), "taskwire_subscribers") == 1
             subscription = server.app.state.bus.subscriptions(conversation_id)[0]
             while not subscription.overflowed:
                 await produce(server, conversation_id, 50, noise=32_000)
-            assert total(await scrape(server), "taskwire_subscribers") == 1
             closed = await read_until_closed(ws)
         assert closed.code == CloseCode.TOO_SLOW
         samples = await scrape(server)
         assert total(samples, "taskwire_subscribers_closed_total", reason="too_slow") == 1
         assert total(samples, "taskwire_subscribers") == 0
+
+
+async def test_an_sse_client_closed_as_too_slow_is_counted_too(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path, ws_queue_size=8)) as server:
+        conversation_id = (await server.client.post("/api/conversations", json={"agent": {"kind": "native"}, "run": False})).json()["id"]
+        async with server.client.stream("GET", f"/agui/{conversation_id}") as response:
+            frames = frames_of(response)
+            await anext(frames)  # then read nothing
+            subscription = server.app.state.bus.subscriptions(conversation_id)[0]
+            while not subscription.overflowed:
+                await produce(server, conversation_id, 50, noise=32_000)
+            last = [frame async for frame in frames][-1][1]
+        assert last["name"] == "taskwire.stream_closed" and last["value"]["code"] == "too_slow"
+        assert total(await scrape(server), "taskwire_subscribers_closed_total", reason="too_slow") == 1
 
 
 async def test_queue_depth_counts_what_subscribers_have_not_taken(server: RunningServer) -> None:
