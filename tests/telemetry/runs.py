@@ -32,13 +32,23 @@ def recorded_claude_code() -> dict[str, Any]:
 async def run_to_end(client: httpx.AsyncClient, agent: dict[str, Any], message: str = "go") -> str:
     """Start a conversation running ``agent``; return its id once the run has ended."""
     from tests.servers import wait_for_status
+    from tests.services import wait_until
 
     response = await client.post("/api/conversations", json={"agent": agent, "initial_message": message})
     assert response.status_code == 201, response.text
     conversation_id = response.json()["id"]
     info = await wait_for_status(client, conversation_id, DONE, timeout=120)
     assert info["status"] == "finished", info
+    await wait_until(lambda: status_recorded(client, conversation_id), timeout=30, what="the run's last status event")
     return conversation_id
+
+
+async def status_recorded(client: httpx.AsyncClient, conversation_id: str) -> bool:
+    """Whether the status REST shows is stored as an event too (its record is written just
+    after the conversation's row, so a reader can see the row first)."""
+    params = {"kind": "ConversationStateUpdateEvent", "sort_order": "TIMESTAMP_DESC", "limit": 5}
+    page = (await client.get(f"/api/conversations/{conversation_id}/events/search", params=params)).json()
+    return any(e["key"] == "status" and e["value"] in DONE for e in page["items"])
 
 
 async def subagents(client: httpx.AsyncClient, conversation_id: str) -> list[dict[str, Any]]:
