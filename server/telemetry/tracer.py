@@ -21,6 +21,7 @@ import time
 from collections import deque
 from typing import Any, Mapping
 
+from server.environment import peer_environment
 from server.events import EventRecord
 from server.settings import Settings
 from server.telemetry import trace_worker
@@ -160,6 +161,7 @@ class RecordTracer:
         self._process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "server.telemetry.trace_worker",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            env=peer_environment({}),  # never an OH_* setting (server/environment.py)
         )
         assert self._process.stdin is not None
         self._process.stdin.write(trace_worker.frame(self._config))
