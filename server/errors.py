@@ -6,12 +6,15 @@ Our exception hierarchy::
     ├── NotFound                      404 / close 4004
     │   ├── ConversationNotFound
     │   ├── EventNotFound
-    │   └── SubagentNotFound
+    │   ├── SubagentNotFound
+    │   └── PermissionNotFound
     ├── Conflict                      409
-    │   └── ConversationRunning
+    │   ├── ConversationRunning
+    │   └── PermissionResolved
     ├── BadRequest                    400
     │   ├── InvalidPageId
-    │   └── InvalidBody               422
+    │   ├── InvalidBody               422
+    │   └── InvalidPermissionAnswer   422
     ├── Unauthorized                  401 / close 4001
     ├── TooManyRequests               429 / close 4029
     ├── Unavailable                   503
@@ -69,6 +72,13 @@ class SubagentNotFound(NotFound):
         super().__init__(f"sub-agent {subagent_id!r} not found in this conversation")
 
 
+class PermissionNotFound(NotFound):
+    code = "permission_not_found"
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(f"permission request {request_id!r} not found in this conversation")
+
+
 class Conflict(TaskwireError):
     status_code = 409
     code = "conflict"
@@ -79,6 +89,12 @@ class ConversationRunning(Conflict):
 
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"conversation {conversation_id!r} is already running")
+
+
+class PermissionResolved(Conflict):
+    """The request already has its answer (the first one wins), or ended without one."""
+
+    code = "permission_resolved"
 
 
 class BadRequest(TaskwireError):
@@ -101,6 +117,14 @@ class InvalidBody(BadRequest):
 
     status_code = 422
     code = "invalid_request"
+
+
+class InvalidPermissionAnswer(BadRequest):
+    """An answer the permission request does not offer (an unknown option, a kind it has no
+    option of): 422, like an invalid body."""
+
+    status_code = 422
+    code = "invalid_permission_answer"
 
 
 class Unauthorized(TaskwireError):

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from server.permissions.policy import approval_setting
 
 DEFAULT_CONFIG_FILE = "config/taskwire.toml"
 DEFAULT_TOOL_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "USER", "SHELL")
@@ -108,6 +111,12 @@ class Settings(BaseSettings):
     ``trace_id`` where the line has them (``taskwire serve``)."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     """The least severe log lines written (``INFO`` adds a line per run start and end)."""
+    approval: Annotated[str | list[str], NoDecode] = "never"
+    """Which tool calls of a native agent wait for a person when its spec names no
+    ``approval``: ``never``, ``always``, or tool names (a JSON list or comma-separated)."""
+    approval_timeout_s: float | None = Field(default=None, gt=0)
+    """Seconds a permission request waits before it resolves ``timed_out`` (as rejected);
+    unset: as long as it takes."""
 
     llm_api: Literal["openai", "anthropic", "scripted"] = "scripted"
     """Default LLM dialect for native agents."""
@@ -124,6 +133,11 @@ class Settings(BaseSettings):
 
     config_file: Path | None = None
     """The TOML file read under the environment (default ``config/taskwire.toml``)."""
+
+    @field_validator("approval", mode="before")
+    @classmethod
+    def _approval(cls, value: Any) -> str | list[str]:
+        return approval_setting(value)
 
     @classmethod
     def settings_customise_sources(

@@ -43,6 +43,10 @@ class NativeAgentSpec(_Spec):
     """Default: all tools."""
     system_prompt: str | None = None
     max_iterations: int = Field(default=50, ge=1, le=10_000)
+    approval: Literal["never", "always"] | list[ToolName] | None = None
+    """Which tool calls wait for a person's answer: ``never``, ``always`` (every tool but
+    ``think``, ``finish`` and ``task``) or a list of tool names; default ``OH_APPROVAL``.
+    Its sub-agents inherit it and their types may only add to it (docs/permissions.md)."""
 
 
 class ACPAgentSpec(_Spec):

@@ -24,7 +24,13 @@ EVENT_FIELDS = {
     "SubagentStartedEvent": {"subagent_type", "description", "parent_subagent_id", "label"},
     "SubagentFinishedEvent": {"status", "result", "usage"},
     "ACPToolCallEvent": {"tool_call_id", "title", "status", "tool_kind", "raw_input", "raw_output", "content", "is_error"},
+    "PermissionRequestEvent": {"request_id", "tool_call_id", "tool_name", "title", "arguments", "options", "reason"},
+    "PermissionResolvedEvent": {"request_id", "tool_call_id", "outcome", "option_id", "reason", "answered_by"},
 }
+
+PERMISSION_OPTION_FIELDS = {"option_id", "kind", "name"}
+PERMISSION_OPTION_KINDS = {"allow_once", "allow_always", "reject_once", "reject_always"}
+PERMISSION_OUTCOMES = {"allowed", "rejected", "cancelled", "timed_out"}
 
 TOOL_ARGUMENTS = {
     "terminal": {"command", "timeout"},
@@ -40,6 +46,7 @@ SETTINGS = {
     "OH_MAX_PARALLEL_SUBAGENTS", "OH_MAX_SUBAGENT_DEPTH", "OH_MAX_BODY_BYTES", "OH_IDLE_UNLOAD_SECONDS", "OH_REPLICA_ID",
     "OH_LEASE_SECONDS", "OH_STORE_TIMEOUT", "OH_TRACING", "OH_LOG_FORMAT", "OH_LOG_LEVEL",
     "OH_WS_AUTH_TIMEOUT", "OH_MAX_UNAUTHENTICATED_SOCKETS", "OH_WS_SEND_TIMEOUT", "OH_TOOL_ENV_ALLOW",
+    "OH_APPROVAL", "OH_APPROVAL_TIMEOUT_S",
     "OH_LLM_API", "OH_LLM_MODEL", "OH_LLM_BASE_URL", "OH_LLM_API_KEY", "OH_LLM_SCRIPT", "OH_LLM_TIMEOUT",
     "OH_CONFIG_FILE",
 }
@@ -50,6 +57,18 @@ def test_event_kinds_and_fields_are_pinned() -> None:
     for kind, cls in EVENT_KINDS.items():
         assert set(cls.model_fields) == BASE_FIELDS | EVENT_FIELDS[kind], kind
         assert cls(**_required(kind)).kind == kind
+
+
+def test_permission_options_and_outcomes_are_pinned() -> None:
+    from typing import get_args
+
+    from server.events.models import PermissionOption, PermissionOptionKind, PermissionOutcome
+
+    assert set(PermissionOption.model_fields) == PERMISSION_OPTION_FIELDS
+    assert set(get_args(PermissionOptionKind)) == PERMISSION_OPTION_KINDS
+    assert set(get_args(PermissionOutcome)) == PERMISSION_OUTCOMES
+    assert Settings.model_fields["approval"].default == "never"
+    assert Settings.model_fields["approval_timeout_s"].default is None
 
 
 def test_only_streaming_deltas_are_ephemeral() -> None:
@@ -97,4 +116,6 @@ def _required(kind: str) -> dict[str, object]:
         "AgentErrorEvent": {"error": "e"},
         "ConversationStateUpdateEvent": {"key": "status"},
         "ACPToolCallEvent": {"tool_call_id": "c"},
+        "PermissionRequestEvent": {"request_id": "r", "tool_call_id": "c", "tool_name": "t"},
+        "PermissionResolvedEvent": {"request_id": "r", "tool_call_id": "c", "outcome": "allowed"},
     }.get(kind, {})

@@ -14,7 +14,7 @@ import server
 from server.api.auth import require_api_key
 from server.api.errors import error_response, install_error_handlers
 from server.api import agui, sockets, viewer
-from server.api.rest import conversations, events, health, subagents
+from server.api.rest import conversations, events, health, permissions, subagents
 from server.api.services import hosted
 from server.api.webhooks import start_webhooks
 from server.api import metrics as metrics_route
@@ -73,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(events.router, dependencies=secured)
     app.include_router(subagents.router, dependencies=secured)
     app.include_router(metrics_route.router, dependencies=secured)
+    app.include_router(permissions.router, dependencies=secured)
     app.include_router(sockets.router)  # authenticates itself: header, query or first frame
     app.include_router(agui.router)  # each route names its own auth (the follow route takes a query key)
     app.include_router(viewer.router)

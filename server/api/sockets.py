@@ -13,6 +13,7 @@ import logging
 from typing import Any, Awaitable, Callable
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from pydantic import ValidationError
 from starlette.datastructures import State
 from starlette.status import WS_1011_INTERNAL_ERROR
 
@@ -21,13 +22,21 @@ from server.api.errors import close_code_for, error_response
 from server.api.serving import lift_frame_limit
 from server.api.socket_writer import SocketWriter, Stalled
 from server.bus import Overflow, Subscription
-from server.errors import TaskwireError, TooManyRequests, Unauthorized
+from server.errors import InvalidPermissionAnswer, TaskwireError, TooManyRequests, Unauthorized
 from server.events import ConversationStateUpdateEvent
 from server.settings import Settings
 from server.store import ConversationRecord, EventPage, EventQuery, Store
 from server.store.base import MAX_PAGE
 from server.stream import CloseCode, EventStream, SubagentNode
-from server.stream.inbound import InboundAuth, InboundMessage, error_frame, parse_inbound
+from server.permissions.answers import PermissionAnswer
+from server.stream.inbound import (
+    InboundAuth,
+    InboundMessage,
+    InboundPermission,
+    error_frame,
+    parse_inbound,
+    permission_answer_frame,
+)
 from server.stream.limits import WaitingRoom
 from server.stream.params import StreamParams
 
@@ -273,8 +282,27 @@ async def read_inbound(websocket: WebSocket, state: State, conversation_id: str,
             frame = parse_inbound(_data(message), max_bytes=max_bytes)
             if isinstance(frame, InboundMessage):
                 await state.runtime.send_message(conversation_id, frame.content, run=frame.run)
+            elif isinstance(frame, InboundPermission):
+                await writer.send_reply(await answer_permission(state, conversation_id, frame))
         except TaskwireError as exc:
             await writer.send_reply(error_frame(exc))
+
+
+async def answer_permission(state: State, conversation_id: str, frame: InboundPermission) -> str:
+    """Answer a permission request as ``POST .../permissions/{request_id}`` would; the frame
+    that says how it went (``status`` 200, 404, 409, 422)."""
+    try:
+        answer = PermissionAnswer.model_validate(frame.answer)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors())
+        return permission_answer_frame(frame.request_id, 422, error=InvalidPermissionAnswer(problems))
+    try:
+        event = await state.runtime.answer_permission(
+            conversation_id, frame.request_id, answer.model_dump(exclude_none=True), "socket"
+        )
+    except TaskwireError as exc:
+        return permission_answer_frame(frame.request_id, exc.status_code, error=exc)
+    return permission_answer_frame(frame.request_id, 200, event=event)
 
 
 async def close(websocket: WebSocket, code: int, reason: str, *, timeout: float) -> None:

@@ -1,4 +1,4 @@
-"""The ``taskwire`` command: serve, mock-llm, demo, watch, acp."""
+"""The ``taskwire`` command: serve, mock-llm, demo, watch, approve, acp."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="taskwire", description="An agent server that shows what sub-agents do.")
     commands = parser.add_subparsers(dest="command", required=True)
     serve.add_commands(commands)
-    for name in ("demo", "watch", "acp"):
+    for name in ("demo", "watch", "approve", "acp"):
         try:
             module = __import__(f"server.cli.{name}", fromlist=["add_commands"])
         except ImportError:

@@ -44,6 +44,8 @@ def render(tree: Tree, *, live: bool = False, max_steps: int | None = None) -> R
         (tree.status, _status_style(tree.status)), "  ",
         (f"{tree.events} events", "dim"), "  ", (usage_text(tree.usage), "dim"),
     )
+    if tree.pending_permissions:
+        head.append(f"  ⏸ {len(tree.pending_permissions)} waiting for permission", style="bold magenta")
     root = RichTree(head, guide_style="dim")
     steps = tree.steps
     if max_steps is not None and len(steps) > max_steps:
@@ -64,7 +66,9 @@ def _draw_steps(node: RichTree, steps: list[Step], live: bool) -> None:
         mark, style = _CALL_MARKS.get(step.status, ("?", ""))
         label = Text.assemble((f"{mark} ", style), (step.tool_name, "bold"), " ", step.title)
         output = last_line(step.output) if step.tool_name not in _QUIET_TOOLS else ""
-        if output:
+        if step.request is not None:
+            label.append(f"  ⏸ waiting for permission: request {step.request.request_id}", style="bold magenta")
+        elif output:
             label.append(f"  → {output}", style="dim")
         branch = node.add(label)
         for sub in list(step.subagents):

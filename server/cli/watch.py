@@ -4,16 +4,23 @@ A client of the public API only (``server.client``): the main agent's steps in o
 ``task`` call with its sub-agent's steps nested under it, recursively, with status and token
 usage; it exits when the run ends. A dropped connection resumes where it stopped: nothing
 missed, nothing twice. On a terminal it redraws in place; piped, it prints the final tree once.
+
+Each permission request the tree starts waiting on is printed as it comes (with forwarding off
+too: the root's ``pending_permissions`` names it), with the ``taskwire approve`` commands that
+answer it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.live import Live
 
+from server.cli.banner import taskwire_command
 from server.cli.event_tree import render
 from server.client import RUN_ENDS, Client, StreamRefused, Tree, Unreachable
 
@@ -39,7 +46,8 @@ async def run_watch(args: argparse.Namespace, console: Console | None = None) ->
         redraw = asyncio.create_task(_redraw(live, tree))
         try:
             async with asyncio.timeout(args.timeout):
-                outcome = await follow(args.url, args.api_key, tree)
+                outcome = await follow(args.url, args.api_key, tree, on_request=lambda entry: console.print(
+                    request_text(tree, entry, url=args.url, keyed=bool(args.api_key)), markup=False, highlight=False))
         except TimeoutError:
             outcome = f"gave up after {args.timeout:g} s"
         finally:
@@ -55,18 +63,41 @@ async def run_watch(args: argparse.Namespace, console: Console | None = None) ->
     return 2
 
 
-async def follow(url: str, api_key: str | None, tree: Tree) -> str:
-    """Feed ``tree`` until the run ends; the status it ended with, or why watching stopped."""
+async def follow(
+    url: str, api_key: str | None, tree: Tree, on_request: Callable[[dict[str, Any]], None] | None = None
+) -> str:
+    """Feed ``tree`` until the run ends; the status it ended with, or why watching stopped.
+    ``on_request`` is called once with each pending permission entry as it first appears."""
+    announced: set[str] = set()
     async with Client(url, api_key=api_key) as client:
         try:
             async with client.events(tree.conversation_id, until_run_ends=True) as live:
                 async for event in live:
                     tree.apply(event)
+                    for entry in tree.pending_permissions:
+                        if on_request is not None and entry["request_id"] not in announced:
+                            announced.add(entry["request_id"])
+                            on_request(entry)
             return live.status or "the stream ended"
         except StreamRefused as exc:
             return f"the server refused: {exc.reason or exc.code}"
         except Unreachable as exc:
             return str(exc)
+
+
+def request_text(tree: Tree, entry: dict[str, Any], *, url: str, keyed: bool) -> str:
+    """Two lines for a waiting request: who asks to run what, and the commands that answer."""
+    sub = tree.subagents.get(entry.get("subagent_id") or "")
+    who = "the main agent" if sub is None else " ".join(p for p in (sub.label, sub.description) if p) or sub.subagent_id
+    command = f"{taskwire_command()} approve {shlex.quote(tree.conversation_id)} {shlex.quote(entry['request_id'])}"
+    if url.rstrip("/") != "http://127.0.0.1:8000":
+        command += f" --url {shlex.quote(url)}"
+    if keyed:
+        command += " --api-key <key>"
+    return (
+        f"⏸ {who} asks to run {entry.get('tool_name', 'a tool')}: {entry.get('title', '')}\n"
+        f"  allow: {command}\n  reject: {command} --reject --reason '...'"
+    )
 
 
 async def _redraw(live: Live, tree: Tree) -> None:

@@ -113,6 +113,33 @@ class Client:
         """Cancel that sub-agent (and those below it); its parent goes on."""
         await self._call("POST", _path(conversation_id, "subagents", subagent_id, "cancel"))
 
+    # -- permissions ------------------------------------------------------------------------
+
+    async def permissions(self, conversation_id: str, *, status: str = "pending") -> list[dict[str, Any]]:
+        """Permission requests of the conversation's tree (``status="all"``: answered ones
+        too), oldest first: each request's fields, its ``status`` and, once answered, its
+        ``resolution``."""
+        return await self._call("GET", _path(conversation_id, "permissions"), params={"status": status})
+
+    async def answer_permission(
+        self,
+        conversation_id: str,
+        request_id: str,
+        *,
+        option_id: str | None = None,
+        decision: str | None = None,
+        always: bool = False,
+        reason: str | None = None,
+    ) -> Event:
+        """Answer a waiting request with an ``option_id`` it offered, or a ``decision``
+        (``allow``/``reject``, ``always`` for its ``*_always`` option); returns the
+        ``PermissionResolvedEvent``. ``APIError`` 409 once it has an answer (the first one
+        wins), 404 for an unknown request, 422 for an option it did not offer."""
+        body = _present({"option_id": option_id, "decision": decision, "reason": reason})
+        if always:
+            body["always"] = True
+        return _event(await self._call("POST", _path(conversation_id, "permissions", request_id), json=body))
+
     # -- events ---------------------------------------------------------------------------
 
     async def search_page(

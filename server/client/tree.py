@@ -6,6 +6,10 @@ One rule places everything, for every backend: an event belongs to the stream of
 ``tool_call_id`` equals its ``parent_tool_use_id``, looked up first in the stream of the
 sub-agent that spawned it (``parent_subagent_id``). A sub-agent whose call has not arrived yet
 waits in ``Tree.waiting`` and moves under the call when it comes.
+
+A call that waits for a person's permission is ``pending`` and holds its ``request`` until the
+answer comes; ``Tree.pending_permissions`` is the tree's waiting set as the root's stream
+states it (``pending_permissions``), so it is known with forwarding off too.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from server.events import (
     Event,
     MessageEvent,
     ObservationEvent,
+    PermissionRequestEvent,
+    PermissionResolvedEvent,
     StreamingDeltaEvent,
     SubagentFinishedEvent,
     SubagentStartedEvent,
@@ -62,6 +68,10 @@ class ToolCall:
     output: str = ""
     """The result as text (empty until there is one)."""
     subagents: list[Subagent] = field(default_factory=list)
+    request: PermissionRequestEvent | None = None
+    """The permission request the call waits on (``None`` once answered, or never asked)."""
+    resolution: PermissionResolvedEvent | None = None
+    """How its last permission request ended."""
 
     @property
     def depth(self) -> int:
@@ -128,6 +138,10 @@ class Tree:
         """Every sub-agent seen, by id."""
         self.waiting: list[Subagent] = []
         """Sub-agents whose spawning call has not arrived."""
+        self.pending_permissions: list[dict[str, Any]] = []
+        """The tree's permission requests waiting for a person, as the root last said:
+        ``request_id``, ``tool_name``, ``title``, ``tool_call_id``, and for a sub-agent's,
+        ``subagent_id`` and ``parent_tool_use_id``."""
         self._drafts: dict[str | None, Message] = {}
         self._calls: dict[tuple[str | None, str], ToolCall] = {}
         self._calls_by_id: dict[str, ToolCall] = {}
@@ -179,6 +193,19 @@ class Tree:
                 call.arguments = dict(event.raw_input)
             call.output = _content_text(event.content) or call.output
             return call
+        if isinstance(event, PermissionRequestEvent):
+            call = self._call(owner, event.tool_call_id, event.tool_name)
+            call.request, call.resolution = event, None
+            call.status = "pending"
+            if not call.arguments:
+                call.arguments, call.title = dict(event.arguments), event.title
+            return call
+        if isinstance(event, PermissionResolvedEvent):
+            call = self._call(owner, event.tool_call_id, "tool")
+            call.request, call.resolution = None, event
+            if call.status == "pending" and event.outcome == "allowed":
+                call.status = "in_progress"
+            return call
         if isinstance(event, AgentErrorEvent):
             self._drop_draft(sid, steps)
             message = Message("error", event.error, owner)
@@ -198,6 +225,8 @@ class Tree:
         self.status = state.get("status") or self.status
         self.usage = _usage(state.get("usage")) or self.usage
         self.apply_subagents(state.get("subagents") or [])
+        if isinstance(state.get("pending_permissions"), list):
+            self.pending_permissions = list(state["pending_permissions"])
 
     def apply_subagents(self, entries: list[dict[str, Any]]) -> None:
         """Entries as ``GET .../subagents`` (and ``full_state``) list them."""
@@ -212,6 +241,8 @@ class Tree:
         status = root_status(event)
         if status is not None:
             self.status = status
+        elif event.key == "pending_permissions" and owner is None and isinstance(event.value, list):
+            self.pending_permissions = list(event.value)
         elif event.key == "usage" and isinstance(event.value, dict):
             if owner is None:
                 self.usage = _usage(event.value)
@@ -313,7 +344,8 @@ def describe(node: Node) -> str:
         name = " ".join(part for part in (node.label, node.description or node.subagent_id) if part)
         return f"{node.subagent_type} {name}: {node.status}"
     if isinstance(node, ToolCall):
-        return f"{node.tool_name} {node.title}: {node.status}".replace("  ", " ")
+        waits = " (waiting for permission)" if node.request is not None else ""
+        return f"{node.tool_name} {node.title}: {node.status}{waits}".replace("  ", " ")
     return f"{node.role}: {node.text.strip()}"
 
 

@@ -19,6 +19,8 @@ Source = Literal["agent", "user", "environment"]
 ToolCallStatus = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
 SubagentStatus = Literal["running", "completed", "error", "cancelled"]
 ConversationStatus = Literal["idle", "running", "paused", "finished", "error"]
+PermissionOptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+PermissionOutcome = Literal["allowed", "rejected", "cancelled", "timed_out"]
 
 
 def _utc_z(value: datetime) -> str:
@@ -176,8 +178,9 @@ class StreamingDeltaEvent(Event):
 class ConversationStateUpdateEvent(Event):
     """A change of conversation state (``key=status``; ``key=usage`` with the conversation's
     usage so far, after each model call, and under ``added`` what that call added: its tokens
-    and, for a request taskwire made itself, its ``LLMCall`` fields), or the ``full_state``
-    first frame."""
+    and, for a request taskwire made itself, its ``LLMCall`` fields; ``key=pending_permissions``,
+    on the root, with the tree's waiting permission requests each time that set changes), or
+    the ``full_state`` first frame."""
 
     kind: Literal["ConversationStateUpdateEvent"] = "ConversationStateUpdateEvent"
     source: Source = "environment"
@@ -237,6 +240,62 @@ class ACPToolCallEvent(Event):
     """True when the call failed."""
 
 
+class PermissionOption(BaseModel):
+    """One answer a permission request offers (a bridged peer's options as it offered them)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="ignore")
+
+    option_id: str
+    """The id to answer with (a peer's own, e.g. ``allow-once``; taskwire's: the kind)."""
+    kind: PermissionOptionKind
+    """``allow_once``, ``allow_always``, ``reject_once`` or ``reject_always``."""
+    name: str = ""
+    """What a person reads on the button."""
+
+
+class PermissionRequestEvent(Event):
+    """A tool call waits for a person's answer. Stored in the stream of the agent that asks,
+    stamped like its other events; ``PermissionResolvedEvent`` with the same ``request_id``
+    ends it."""
+
+    kind: Literal["PermissionRequestEvent"] = "PermissionRequestEvent"
+    request_id: str
+    """A UUIDv7 string naming this request in the routes and frames that answer it."""
+    tool_call_id: str
+    """The call that waits (its ``ActionEvent`` or ``ACPToolCallEvent``)."""
+    tool_name: str
+    """The tool the call would run."""
+    title: str = ""
+    """What the call would do, in a few words (a command, a path)."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """The call's arguments, a JSON object."""
+    options: list[PermissionOption] = Field(default_factory=list)
+    """The answers offered."""
+    reason: str | None = None
+    """Why it asks, when known (the policy, or the peer's own reason)."""
+
+
+class PermissionResolvedEvent(Event):
+    """A permission request got its answer, or ended without one (``cancelled``, ``timed_out``)."""
+
+    kind: Literal["PermissionResolvedEvent"] = "PermissionResolvedEvent"
+    source: Source = "environment"
+    request_id: str
+    """The request this ends."""
+    tool_call_id: str
+    """The call that waited."""
+    outcome: PermissionOutcome
+    """``allowed``, ``rejected``, ``cancelled`` (its run stopped) or ``timed_out`` (treated as
+    rejected)."""
+    option_id: str | None = None
+    """The option chosen, when someone chose one."""
+    reason: str | None = None
+    """The person's reason, or why it ended without an answer."""
+    answered_by: str | None = None
+    """Which surface answered: ``rest``, ``socket``, ``acp``, ``policy`` (an earlier
+    ``allow_always``), ``timeout``, ``server`` (a stop, a cancel, a restart); never a key."""
+
+
 _KINDS = (
     MessageEvent,
     ActionEvent,
@@ -247,6 +306,8 @@ _KINDS = (
     SubagentStartedEvent,
     SubagentFinishedEvent,
     ACPToolCallEvent,
+    PermissionRequestEvent,
+    PermissionResolvedEvent,
 )
 
 AnyEvent = Annotated[Union[_KINDS], Field(discriminator="kind")]  # type: ignore[valid-type]

@@ -5,9 +5,10 @@ name): built-ins in ``config/agents/``, bundled plugins in ``plugins/*/agents/``
 from ``OH_PLUGIN_DIRS``, then the project's ``<workspace>/.agents/agents/``.
 
 Front matter: ``name`` (default: the file's stem), ``description``, ``tools`` (a list or a
-comma-separated string; default all), ``model``, ``max_iterations``, and ``agent`` (a backend
-spec such as ``{kind: acp, command: ..., args: [...]}`` for a type that runs an external agent).
-The body is the system prompt.
+comma-separated string; default all), ``model``, ``max_iterations``, ``approval`` (``never``,
+``always`` or tool names: added to the parent's policy, never taking from it), and ``agent`` (a
+backend spec such as ``{kind: acp, command: ..., args: [...]}`` for a type that runs an external
+agent). The body is the system prompt.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import yaml
+
+from server.permissions.policy import NEVER, Approval, parse_approval
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,8 @@ class SubagentType:
     max_iterations: int | None = None
     agent: dict[str, Any] | None = None
     """A backend spec (``kind: acp`` / ``claude_sdk``) for types that run an external agent."""
+    approval: Approval = NEVER
+    """What this type adds to its parent's approval policy."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def public(self) -> dict[str, Any]:
@@ -53,6 +58,7 @@ class SubagentType:
             "tools": self.tools,
             "model": self.model,
             "backend": (self.agent or {}).get("kind", "native"),
+            "approval": self.approval.spec(),
         }
 
 
@@ -73,6 +79,10 @@ def parse_agent_file(path: Path, source: str) -> SubagentType:
     tools = meta.get("tools")
     if isinstance(tools, str):
         tools = [t.strip() for t in tools.split(",") if t.strip()]
+    try:
+        approval = parse_approval(meta.get("approval"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
     return SubagentType(
         name=str(meta.get("name") or path.stem),
         description=str(meta.get("description") or ""),
@@ -83,7 +93,8 @@ def parse_agent_file(path: Path, source: str) -> SubagentType:
         model=meta.get("model"),
         max_iterations=meta.get("max_iterations"),
         agent=meta.get("agent"),
-        extra={k: v for k, v in meta.items() if k not in {"name", "description", "tools", "model", "max_iterations", "agent"}},
+        approval=approval,
+        extra={k: v for k, v in meta.items() if k not in {"name", "description", "tools", "model", "max_iterations", "agent", "approval"}},
     )
 
 

@@ -17,18 +17,21 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, Sequence, TypeVar
 
 from server.events import (
     ConversationStateUpdateEvent,
     Event,
     LLMCall,
+    PermissionOption,
     SubagentFinishedEvent,
     SubagentStartedEvent,
     Usage,
 )
 from server.events.ids import new_id
+from server.permissions.policy import Approval, parse_approval
 from server.runtime.forwarding import RecordSink, TopicPublisher, forwarder, stamp
+from server.runtime.permissions import PermissionResolution, TreePermissions
 from server.settings import Settings
 from server.store import ConversationRecord, Store
 from server.store.owned import settle
@@ -83,6 +86,14 @@ class ConversationHost:
         self.cancel_pending = False
         """Cancelled before its run task existed: the task manager cancels it as it starts."""
         self._writes = asyncio.Lock()  # this conversation's multi-write changes, one at a time
+        self.approval: Approval = _approval_of(record.agent, settings, parent)
+        """Which of this agent's tool calls wait for a person: its parent's policy joined with
+        its own spec's ``approval`` (a root without one takes ``OH_APPROVAL``)."""
+        self.permissions: TreePermissions = (
+            parent.permissions if parent is not None
+            else TreePermissions(self, store, record.root_id, timeout=settings.approval_timeout_s)
+        )
+        """The tree's waiting permission requests, shared by every host of the tree."""
 
     # -- identity -----------------------------------------------------------------------
 
@@ -128,6 +139,22 @@ class ConversationHost:
         # A sub-agent's record that is not published (forwarding off) still reaches the record
         # observers (traces, metrics).
         await self._store.append(self.conversation_id, self.root_id, event, self._sink or self._publisher.observe)
+
+    async def request_permission(
+        self,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        title: str = "",
+        arguments: dict[str, Any] | None = None,
+        options: Sequence[PermissionOption] | None = None,
+        reason: str | None = None,
+    ) -> PermissionResolution:
+        """Ask a person whether a tool call of this agent may run (see ``AgentHost``)."""
+        return await self.permissions.ask(
+            self, tool_call_id=tool_call_id, tool_name=tool_name, title=title,
+            arguments=arguments, options=options, reason=reason,
+        )
 
     async def emit_in(self, conversation_id: str, event: Event) -> None:
         """Record an already-stamped event in a stream of this tree that has no live host (a
@@ -214,13 +241,14 @@ class ConversationHost:
             self._backend = await self._backend_factory(self)
         return self._backend
 
-    async def close(self) -> None:
-        """Stop the run (if any) and release the backend; children first."""
+    async def close(self, reason: str = "the server stopped the run") -> None:
+        """Stop the run (if any) and release the backend; children first. ``reason`` is what a
+        permission request left waiting is resolved ``cancelled`` with."""
         for child in list(self.children.values()):
-            await child.close()
+            await child.close(reason)
         if self.running and self.task is not asyncio.current_task():
             assert self.task is not None
-            self.task.cancel()
+            self.task.cancel(reason)
             # wait, not gather: a caller cancelled here must not cancel the run's clean-up
             await asyncio.wait({self.task})
         if self._backend is not None:
@@ -330,4 +358,11 @@ class ConversationHost:
             if found is not None:
                 return found
         return None
+
+
+def _approval_of(agent: dict[str, Any], settings: Settings, parent: ConversationHost | None) -> Approval:
+    own = agent.get("approval")
+    if parent is not None:
+        return parent.approval.union(parse_approval(own))
+    return parse_approval(own if own is not None else settings.approval)
 

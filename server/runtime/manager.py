@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from server.bus import Bus
 from server.errors import (
     BackendError,
@@ -22,6 +24,9 @@ from server.errors import (
     ConversationNotFound,
     ConversationRunning,
     StoreUnavailable,
+    InvalidPermissionAnswer,
+    PermissionNotFound,
+    PermissionResolved,
     SubagentNotFound,
     Unavailable,
 )
@@ -30,10 +35,13 @@ from server.events.ids import new_id
 from server.runtime.backends import build_backend
 from server.runtime.conversation import ConversationHost
 from server.runtime.forwarding import TopicPublisher
+from server.permissions.answers import PermissionAnswer
+from server.permissions.ledger import PermissionLedger
 from server.runtime.ownership import Ownership, owned
+from server.runtime.permissions import read_ledger
 from server.runtime.recovery import close_interrupted_calls
 from server.runtime.task_manager import TaskManager
-from server.runtime.tree import subagent_entries
+from server.runtime.tree import descendants, subagent_entries
 from server.settings import Settings
 from server.store import ConversationRecord, Store
 from server.store.owned import settle
@@ -250,7 +258,7 @@ class Runtime:
             raise BadRequest("delete the root conversation; sub-agents go with it", code="subagent_conversation")
         host = self._roots.pop(conversation_id, None)
         if host is not None:
-            await host.close()
+            await host.close("the conversation was deleted")
         await self.store.delete_conversation(conversation_id)
 
     # -- running --------------------------------------------------------------------------
@@ -345,7 +353,7 @@ class Runtime:
         """Stop now: running tools are cancelled and closed (``failed`` / ``cancelled``)."""
         host = await self.host(conversation_id)
         if host.task is not None and not host.task.done():
-            host.task.cancel()
+            host.task.cancel("the run was interrupted")
             # wait, not gather: this caller cancelled must not cancel the run's clean-up too
             await asyncio.wait({host.task})
 
@@ -405,10 +413,55 @@ class Runtime:
                 ) from exc
             return
         if not target.task.done():
-            target.task.cancel()
+            target.task.cancel("the sub-agent was cancelled")
+
+    # -- permissions ----------------------------------------------------------------------
+
+    async def permissions(self, conversation_id: str, status: str = "pending") -> list[dict[str, Any]]:
+        """Permission requests of ``conversation_id`` and every sub-agent below it, from the
+        store (any replica answers): those still waiting, or (``status="all"``) every one."""
+        ledger = await self._ledger(await self.get(conversation_id))
+        return ledger.listed("all" if status == "all" else "pending")
+
+    async def _ledger(self, record: ConversationRecord) -> PermissionLedger:
+        streams = None if record.is_root else descendants(await self.store.tree(record.root_id), record.id)
+        return await read_ledger(self.store, record.root_id, streams)
+
+    @owned
+    async def answer_permission(
+        self, conversation_id: str, request_id: str, answer: dict[str, Any], answered_by: str
+    ) -> dict[str, Any]:
+        """Answer a waiting permission request of ``conversation_id``'s tree (below it) with
+        ``answer`` (a ``PermissionAnswer`` body); returns the stored ``PermissionResolvedEvent``.
+        The first answer wins: ``PermissionResolved`` (409) once it has one or ended,
+        ``PermissionNotFound`` (404) for an id the tree never asked, ``InvalidPermissionAnswer``
+        (422) for an option it did not offer. ``answered_by`` names the surface (``rest``,
+        ``socket``, ...)."""
+        try:
+            parsed = PermissionAnswer.model_validate(answer)
+        except ValidationError as exc:  # the routes check first; a command over the bus may not
+            raise InvalidPermissionAnswer(f"invalid answer: {exc.errors()[0]['msg']}") from None
+        record = await self.get(conversation_id)
+        host = await self.host(record.root_id)  # loading it closes what a dead process left
+        if host.permissions.is_waiting(request_id):
+            asker = host.permissions.request(request_id).subagent_id
+            if record.is_root or asker in descendants(await self.store.tree(record.root_id), record.id):
+                event = await host.permissions.answer(request_id, parsed, answered_by=answered_by)
+                return event.model_dump(mode="json", exclude_none=True)
+        entry = (await self._ledger(record)).entries.get(request_id)
+        if entry is None:
+            raise PermissionNotFound(request_id)
+        if entry.resolution is not None:
+            raise PermissionResolved(
+                f"permission request {request_id!r} was already resolved: {entry.resolution.outcome}"
+                + (f" by {entry.resolution.answered_by}" if entry.resolution.answered_by else "")
+            )
+        # Stored, unanswered, and nobody waits for it here: its run is gone without closing it.
+        raise PermissionResolved(f"permission request {request_id!r} no longer waits: its run has stopped")
 
     async def full_state(self, conversation_id: str) -> dict[str, Any]:
-        """The first frame of a socket: status, last seq and the sub-agent tree."""
+        """The first frame of a socket: status, last seq, the sub-agent tree and the permission
+        requests waiting in it."""
         record = await self.get(conversation_id)
         return {
             "id": record.id,
@@ -416,4 +469,5 @@ class Runtime:
             "last_seq": await self.store.last_seq(record.root_id),
             "subagents": await self.subagents(conversation_id),
             "usage": record.usage.model_dump(),
+            "pending_permissions": [entry.summary() for entry in (await self._ledger(record)).pending()],
         }

@@ -2,15 +2,27 @@
 
 Every tool call of the tree without a terminal event is closed as ``failed`` (it may have run,
 and nobody saw it end), in the stream it belongs to and with its stamps; every sub-agent that
-never finished gets its ``SubagentFinishedEvent`` with status ``error``.
+never finished gets its ``SubagentFinishedEvent`` with status ``error``. A permission request
+left waiting is resolved ``cancelled`` (``answered_by="server"``), and the call that waited on
+it is closed as ``cancelled``: it never ran. A late answer to it is then a 409.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from server.events import ACPToolCallEvent, ActionEvent, Event, ObservationEvent, SubagentFinishedEvent, parse_event
-from server.events.closing import closing_text
+from server.events import (
+    ACPToolCallEvent,
+    ActionEvent,
+    Event,
+    ObservationEvent,
+    PermissionRequestEvent,
+    PermissionResolvedEvent,
+    SubagentFinishedEvent,
+    parse_event,
+)
+from server.events.closing import closing_status, closing_text
+from server.permissions.ledger import KINDS as PERMISSION_KINDS
 from server.store import EventQuery, Store
 
 if TYPE_CHECKING:
@@ -18,14 +30,19 @@ if TYPE_CHECKING:
 
 REASON = "the server running it stopped"
 TERMINAL = {"completed", "failed", "cancelled"}
-KINDS = ["ActionEvent", "ObservationEvent", "ACPToolCallEvent"]
+KINDS = ["ActionEvent", "ObservationEvent", "ACPToolCallEvent", *PERMISSION_KINDS]
 
 
 async def close_interrupted_calls(store: Store, root: ConversationHost) -> int:
     """Close the tree's open calls and unfinished sub-agents; returns how many calls were closed."""
     open_calls: dict[tuple[str, str], Event] = {}
+    waiting: dict[str, tuple[str, PermissionRequestEvent]] = {}
     async for conversation_id, event in _events(store, root.root_id):
-        if isinstance(event, ActionEvent):
+        if isinstance(event, PermissionRequestEvent):
+            waiting[event.request_id] = (conversation_id, event)
+        elif isinstance(event, PermissionResolvedEvent):
+            waiting.pop(event.request_id, None)
+        elif isinstance(event, ActionEvent):
             open_calls[(conversation_id, event.tool_call_id)] = event
         elif isinstance(event, ObservationEvent):
             open_calls.pop((conversation_id, event.tool_call_id), None)
@@ -34,8 +51,14 @@ async def close_interrupted_calls(store: Store, root: ConversationHost) -> int:
                 open_calls.pop((conversation_id, event.tool_call_id), None)
             else:
                 open_calls[(conversation_id, event.tool_call_id)] = event
-    for (conversation_id, _), call in open_calls.items():
-        await root.emit_in(conversation_id, _closing(call))
+    unasked = set()
+    for conversation_id, request in waiting.values():
+        await root.emit_in(conversation_id, _cancelled(request))
+        unasked.add((conversation_id, request.tool_call_id))
+    for key, call in open_calls.items():
+        await root.emit_in(key[0], _closing(call, ran=key not in unasked))
+    if waiting:
+        await root.permissions.publish_recovered()
     for record in await store.tree(root.root_id):
         if not record.is_root and (record.subagent_status or "running") == "running":
             await store.update_conversation(record.id, subagent_status="error", result=f"interrupted: {REASON}")
@@ -45,16 +68,25 @@ async def close_interrupted_calls(store: Store, root: ConversationHost) -> int:
     return len(open_calls)
 
 
-def _closing(call: Event) -> Event:
-    text = closing_text(True, REASON)
+def _closing(call: Event, *, ran: bool = True) -> Event:
+    text = closing_text(ran, REASON)
+    status = closing_status(ran)
     stamps = {"parent_tool_use_id": call.parent_tool_use_id, "subagent_id": call.subagent_id}
     if isinstance(call, ACPToolCallEvent):
-        closed = call.model_copy(update={"status": "failed", "is_error": True, "content": [{"type": "text", "text": text}]})
+        closed = call.model_copy(update={"status": status, "is_error": True, "content": [{"type": "text", "text": text}]})
         fresh = ACPToolCallEvent(**closed.model_dump(exclude={"id", "timestamp", "seq"}))
         return fresh
     assert isinstance(call, ActionEvent)
     return ObservationEvent(
-        tool_name=call.tool_name, tool_call_id=call.tool_call_id, content=text, is_error=True, status="failed", **stamps
+        tool_name=call.tool_name, tool_call_id=call.tool_call_id, content=text, is_error=True, status=status, **stamps
+    )
+
+
+def _cancelled(request: PermissionRequestEvent) -> PermissionResolvedEvent:
+    return PermissionResolvedEvent(
+        request_id=request.request_id, tool_call_id=request.tool_call_id, outcome="cancelled",
+        reason=REASON, answered_by="server",
+        parent_tool_use_id=request.parent_tool_use_id, subagent_id=request.subagent_id,
     )
 
 

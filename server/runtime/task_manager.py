@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from server.errors import BackendError, StoreUnavailable
 from server.events import MessageEvent
+from server.permissions.policy import NEVER, Approval
 from server.runtime.agent_types import SubagentType
 from server.runtime.conversation import ConversationHost
 from server.runtime.tools.base import ToolResult
@@ -62,7 +63,7 @@ class TaskManager:
                 tool_call_id,
                 subagent_type=agent_type.name,
                 description=description,
-                agent=child_agent_spec(host.record.agent, agent_type),
+                agent=child_agent_spec(host.record.agent, agent_type, host.approval),
                 managed=True,
             )
             try:
@@ -100,9 +101,12 @@ class TaskManager:
         return ToolResult(f"Sub-agent {label} completed.\n\n{answer}")
 
 
-def child_agent_spec(parent_agent: dict[str, Any], agent_type: SubagentType) -> dict[str, Any]:
+def child_agent_spec(
+    parent_agent: dict[str, Any], agent_type: SubagentType, parent_approval: Approval = NEVER
+) -> dict[str, Any]:
     """The agent a sub-agent runs: its type's backend if it names one, else the parent's LLM with
-    the type's prompt, tools, model and iteration limit."""
+    the type's prompt, tools, model and iteration limit, and the parent's approval policy
+    joined with the type's (a type only adds to it)."""
     if agent_type.agent:
         return dict(agent_type.agent)
     spec = {k: v for k, v in parent_agent.items() if k in ("kind", "llm", "max_iterations")}
@@ -116,6 +120,9 @@ def child_agent_spec(parent_agent: dict[str, Any], agent_type: SubagentType) -> 
         spec["llm"] = {**(spec.get("llm") or {}), "model": agent_type.model}
     if agent_type.max_iterations:
         spec["max_iterations"] = agent_type.max_iterations
+    approval = parent_approval.union(agent_type.approval)
+    if not approval.never:
+        spec["approval"] = approval.spec()
     return spec
 
 

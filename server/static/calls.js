@@ -3,6 +3,7 @@
 // The cards of sub-agents the call spawned go in its slot.
 
 import { clip, firstLine, h } from "./dom.js";
+import { PermissionBox } from "./permissions.js";
 
 const OUTPUT_LIMIT = 8000;
 /** Tools whose result only repeats what the call already shows. */
@@ -57,6 +58,8 @@ export class ToolCallView {
     /** Where the cards of sub-agents this call spawned go. */
     this.slot = h("div", { class: "spawned" });
     this.outputEl = null;
+    /** The permission request this call waits on (or last waited on). */
+    this.permission = null;
     this.el = h(
       "li",
       { class: "item call", dataset: { toolCallId, tool: toolName, status: "in_progress" } },
@@ -92,6 +95,24 @@ export class ToolCallView {
     if (event.status) this.setStatus(event.is_error && event.status === "completed" ? "failed" : event.status);
     const output = acpOutput(event);
     if (output) this.setOutput(output, { collapsed: this.spawns, error: event.is_error });
+  }
+
+  /** A permission request: the call waits (`pending`) and shows the request's box. */
+  askPermission(request, onAnswer) {
+    if (this.permission?.requestId === request.request_id) return this.permission;
+    this.permission?.el.remove();
+    this.permission = new PermissionBox(request, onAnswer);
+    this.el.querySelector(".call-head").after(this.permission.el);
+    if (!this.summaryEl.textContent && request.title) this.summaryEl.textContent = firstLine(request.title, 200);
+    this.setStatus("pending");
+    return this.permission;
+  }
+
+  /** How its request ended; allowed, it runs. */
+  resolvePermission(event) {
+    if (this.permission?.requestId !== event.request_id) return;
+    this.permission.resolve(event);
+    if (this.el.dataset.status === "pending" && event.outcome === "allowed") this.setStatus("in_progress");
   }
 
   setStatus(status) {

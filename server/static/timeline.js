@@ -24,7 +24,7 @@ class Stream {
 }
 
 export class Timeline {
-  /** @param {{onCancel: Function, onFollow: Function, onCardAdded: Function}} hooks */
+  /** @param {{onCancel: Function, onFollow: Function, onCardAdded: Function, onAnswer: Function}} hooks */
   constructor(hooks) {
     this.hooks = hooks;
     this.el = h("ol", { class: "timeline root", dataset: { stream: "root" } });
@@ -33,6 +33,7 @@ export class Timeline {
     this.callsById = new Map(); // tool_call_id -> ToolCallView, when the stream is not known
     this.cards = new Map(); // subagent_id -> SubagentCard
     this.waiting = new Map(); // parent_tool_use_id -> cards whose call has not arrived
+    this.requests = new Map(); // request_id -> the ToolCallView that shows it
     this.followed = null;
     this._path = [];
   }
@@ -55,6 +56,12 @@ export class Timeline {
         break;
       case "ACPToolCallEvent":
         this.callFor(stream, event.tool_call_id, event.title || "tool").setACP(event);
+        break;
+      case "PermissionRequestEvent":
+        this.showRequest(stream, event);
+        break;
+      case "PermissionResolvedEvent":
+        this.requests.get(event.request_id)?.resolvePermission(event);
         break;
       case "AgentErrorEvent":
         this.dropDraft(stream);
@@ -79,6 +86,22 @@ export class Timeline {
         ?? this.addCard(entry.subagent_id, entry.parent_tool_use_id, entry.parent_subagent_id ?? ROOT);
       card.update(entry);
     }
+  }
+
+  /** A permission request, in the stream of the agent that asks (`stream`; or, for an entry
+   * of GET .../permissions, the stream its subagent_id names, when that card is on the page). */
+  showRequest(stream, request) {
+    stream ??= this.streams.get(request.subagent_id ?? ROOT);
+    if (!stream) return false;
+    const call = this.callFor(stream, request.tool_call_id, request.tool_name);
+    call.askPermission(request, this.hooks.onAnswer);
+    this.requests.set(request.request_id, call);
+    return true;
+  }
+
+  /** Whether the page shows request `id`, waiting or answered. */
+  shows(id) {
+    return this.requests.has(id);
   }
 
   /** Show only sub-agent `id` (and the calls leading to it); null shows everything. */

@@ -2,7 +2,11 @@
 
 - ``{"type": "message", "content": "...", "run": true}``, or the REST body shape
   ``{"role": "user", "content": "...", "run": true}``: a user message to the conversation;
-- ``{"type": "auth", "session_api_key": "..."}``: the first-frame login (ignored later on).
+- ``{"type": "auth", "session_api_key": "..."}``: the first-frame login (ignored later on);
+- ``{"type": "permission", "request_id": "...", "option_id": "..."}`` (or ``"decision":
+  "allow" | "reject", "always": false``, and an optional ``"reason"``: the body of
+  ``POST .../permissions/{request_id}``): an answer to a permission request, which the socket
+  answers with ``permission_answer_frame``.
 
 Anything else is a client mistake: ``BadRequest`` with a stable ``code``, which the socket
 answers with an error frame (``error_frame``) while it stays open.
@@ -11,7 +15,7 @@ answers with an error frame (``error_frame``) while it stays open.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -52,7 +56,18 @@ class InboundAuth(BaseModel):
     session_api_key: Text
 
 
-InboundFrame = Union[InboundMessage, InboundAuth]
+class InboundPermission(BaseModel):
+    """An answer to a permission request; ``answer`` is the rest of the frame, checked as a
+    ``PermissionAnswer`` by the socket (a bad one gets ``status: 422`` with the reason)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["permission"]
+    request_id: str = Field(min_length=1, max_length=200)
+    answer: dict[str, Any]
+
+
+InboundFrame = Union[InboundMessage, InboundAuth, InboundPermission]
 
 
 def parse_inbound(data: str | bytes, *, max_bytes: int) -> InboundFrame:
@@ -69,12 +84,18 @@ def parse_inbound(data: str | bytes, *, max_bytes: int) -> InboundFrame:
         raise BadRequest(f"frame is not JSON: {exc}", code="invalid_json") from exc
     if not isinstance(raw, dict):
         raise BadRequest("frame must be a JSON object", code="invalid_frame")
+    if raw.get("type") == "permission":
+        request_id = raw.get("request_id")
+        if not isinstance(request_id, str) or not 0 < len(request_id) <= 200:
+            raise BadRequest("request_id: a permission frame names the request it answers", code="invalid_frame")
+        answer = {key: value for key, value in raw.items() if key not in ("type", "request_id")}
+        return InboundPermission(type="permission", request_id=request_id, answer=answer)
     if raw.get("type") == "auth":
         model: type[BaseModel] = InboundAuth
     elif raw.get("type", "message") == "message":
         model = InboundMessage
     else:
-        raise BadRequest(f"unknown frame type {raw.get('type')!r}; send 'message'", code="invalid_frame")
+        raise BadRequest(f"unknown frame type {raw.get('type')!r}; send 'message' or 'permission'", code="invalid_frame")
     try:
         return model.model_validate(raw)  # type: ignore[return-value]
     except ValidationError as exc:
@@ -86,3 +107,16 @@ def parse_inbound(data: str | bytes, *, max_bytes: int) -> InboundFrame:
 def error_frame(error: TaskwireError) -> str:
     """The frame that answers a bad client frame (the socket stays open)."""
     return json.dumps({"type": "error", "code": error.code, "detail": error.detail})
+
+
+def permission_answer_frame(
+    request_id: str, status: int, *, event: dict[str, Any] | None = None, error: TaskwireError | None = None
+) -> str:
+    """The frame that answers a ``permission`` frame: ``status`` as the REST route would give
+    it (200, 404, 409, 422), with the resolved ``event`` on success or ``code`` and ``detail``."""
+    frame: dict[str, Any] = {"type": "permission_answer", "request_id": request_id, "status": status}
+    if event is not None:
+        frame["event"] = event
+    if error is not None:
+        frame.update(code=error.code, detail=error.detail)
+    return json.dumps(frame)

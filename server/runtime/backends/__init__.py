@@ -54,6 +54,7 @@ async def _native(host: ConversationHost, store: Store, tasks: TaskManager, hook
         max_iterations=agent.get("max_iterations") or 50,
         tasks=tasks,
         history=history,
+        approval=host.approval,
     )
 
 

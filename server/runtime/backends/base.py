@@ -9,10 +9,14 @@ the same for every backend.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 
-from server.events import Event, LLMCall, Usage
+from server.events import Event, LLMCall, PermissionOption, Usage
+from server.permissions.policy import Approval
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from server.runtime.permissions import PermissionResolution
 
 
 class AgentHost(Protocol):
@@ -72,6 +76,52 @@ class AgentHost(Protocol):
     async def add_usage(self, usage: Usage, call: LLMCall | None = None) -> None:
         """Add an LLM call's tokens to this conversation's stats; ``call`` describes the
         request when the backend made it itself (a trace's ``chat`` span comes from it)."""
+        ...
+
+    approval: Approval
+    """This agent's approval policy: its spec's ``approval`` (a root without one:
+    ``OH_APPROVAL``) joined with every ancestor's. ``approval.asks(tool_name)`` says whether
+    taskwire's policy wants a person to answer before that tool runs. A bridged peer asks on
+    its own terms (``permissions: "ask"``, Claude Code's ``permission_mode``); its backend then
+    calls ``request_permission`` whatever this says."""
+
+    async def request_permission(
+        self,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        title: str = "",
+        arguments: dict[str, Any] | None = None,
+        options: Sequence[PermissionOption] | None = None,
+        reason: str | None = None,
+    ) -> PermissionResolution:
+        """Ask a person whether tool call ``tool_call_id`` of *this* agent may run, and wait
+        for the answer. Call it on the host of the agent that asks: a peer's sub-agent's
+        request goes to the sub-agent host its ``parentToolUseId`` / ``agent_id`` names (the
+        host ``start_subagent`` returned), the main agent's to the root's host.
+
+        What happens: a ``PermissionRequestEvent`` (``request_id`` a fresh UUIDv7; ``title``
+        defaults to ``tool_name``; ``options`` default to taskwire's ``allow_once``,
+        ``allow_always``, ``reject_once``) is stored in this agent's stream, stamped like its
+        other events and forwarded like them; the root's stream gets ``key=pending_permissions``.
+        Pass a peer's options *as it offered them* (``option_id`` = the peer's own id, ``kind``
+        mapped onto ``allow_once|allow_always|reject_once|reject_always``): the resolution's
+        ``option_id`` is one of them, to hand back to the peer unchanged. Returns once the
+        ``PermissionResolvedEvent`` is stored, with a ``PermissionResolution``:
+
+        - ``outcome``: ``allowed`` / ``rejected`` (a person answered, through REST, a socket
+          frame or a projection; or ``answered_by="policy"``: an earlier ``*_always`` answer
+          for this ``tool_name`` in this tree), ``timed_out`` (``OH_APPROVAL_TIMEOUT_S``;
+          treat it as rejected: ``option_id`` is ``None``, pick the peer's reject option);
+        - ``option_id``, ``reason`` (the person's, or why it ended), ``answered_by``, ``event``;
+        - ``allowed``: ``outcome == "allowed"``.
+
+        Cancellation (interrupt, sub-agent cancel, delete, shutdown) resolves it ``cancelled``
+        and records that before the ``CancelledError`` propagates; the caller then closes its
+        call by the closing rule (``server/events/closing.py``: it never ran, so
+        ``cancelled``). Several requests may wait at once, from any agents of the tree; each
+        call waits only for its own. After a crash, recovery resolves stored requests nobody
+        waits for ``cancelled``. See docs/permissions.md."""
         ...
 
 

@@ -4,6 +4,9 @@ Each iteration: ``take_user_messages`` → ``request_model`` → ``run_tool_call
 one response run in parallel) → until ``finish``, a final message, a pause, or
 ``max_iterations``. The model's history holds only this conversation's own messages and tool
 results: sub-agents' events never enter it.
+
+A call its approval policy names waits for a person (``ask_person``) after its ``ActionEvent``
+is stored and before it runs; refused, its result is an error saying so, and the model goes on.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from server.events import ActionEvent, LLMCall, MessageEvent, ObservationEvent, 
 from server.events.models import utc_now
 from server.events.closing import INTERRUPTED, closing_status, closing_text
 from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall
+from server.permissions.policy import NEVER, Approval
+from server.permissions.requests import refusal_text, request_title
 from server.runtime.backends.base import AgentHost
 from server.runtime.tools import Tool, ToolContext, ToolResult, parse_arguments, spec_of
 
@@ -33,6 +38,7 @@ class NativeBackend:
         max_iterations: int,
         tasks: Any,
         history: list[ChatMessage],
+        approval: Approval = NEVER,
     ) -> None:
         self.llm = llm
         self.model = model
@@ -42,6 +48,7 @@ class NativeBackend:
         self.max_iterations = max_iterations
         self.tasks = tasks
         self.messages = history
+        self.approval = approval
 
     async def run(self, host: AgentHost) -> str | None:
         for _ in range(self.max_iterations):
@@ -138,8 +145,12 @@ class NativeBackend:
     async def _run_one(
         self, host: AgentHost, call: ToolCall, started: set[str], results: dict[str, ToolResult]
     ) -> None:
-        started.add(call.id)
-        result = await self.call_tool(host, call)
+        refused = await self.ask_person(host, call) if self.approval.asks(call.name) else None
+        if refused is not None:
+            result = refused
+        else:
+            started.add(call.id)
+            result = await self.call_tool(host, call)
         results[call.id] = result
         await host.emit(
             ObservationEvent(
@@ -151,6 +162,28 @@ class NativeBackend:
             ),
             wait=False,  # a report of what happened; the next call or status change waits
         )
+
+    async def ask_person(self, host: AgentHost, call: ToolCall) -> ToolResult | None:
+        """Wait for a person's answer on ``call``; ``None`` when it may run, else the error
+        result the model reads. A call that could not run anyway (an unknown tool, invalid
+        arguments) is not asked about: it fails as it would have."""
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return None
+        try:
+            parse_arguments(tool, call.arguments)
+        except ToolError:
+            return None
+        resolution = await host.request_permission(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            title=request_title(call.name, call.arguments),
+            arguments=call.arguments,
+            reason=f"this agent's approval policy asks before {call.name} runs",
+        )
+        if resolution.allowed:
+            return None
+        return ToolResult(refusal_text(call.name, resolution.outcome, resolution.reason), is_error=True)
 
     async def call_tool(self, host: AgentHost, call: ToolCall) -> ToolResult:
         """Run one tool; its mistakes become error results the model reads."""
