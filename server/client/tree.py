@@ -225,8 +225,8 @@ class Tree:
         self.status = state.get("status") or self.status
         self.usage = _usage(state.get("usage")) or self.usage
         self.apply_subagents(state.get("subagents") or [])
-        if isinstance(state.get("pending_permissions"), list):
-            self.pending_permissions = list(state["pending_permissions"])
+        # Absent when the tree never asked: then nothing waits.
+        self.pending_permissions = list(state.get("pending_permissions") or [])
 
     def apply_subagents(self, entries: list[dict[str, Any]]) -> None:
         """Entries as ``GET .../subagents`` (and ``full_state``) list them."""

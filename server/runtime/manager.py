@@ -463,11 +463,14 @@ class Runtime:
         """The first frame of a socket: status, last seq, the sub-agent tree and the permission
         requests waiting in it."""
         record = await self.get(conversation_id)
-        return {
+        state = {
             "id": record.id,
             "status": record.status,
             "last_seq": await self.store.last_seq(record.root_id),
             "subagents": await self.subagents(conversation_id),
             "usage": record.usage.model_dump(),
-            "pending_permissions": [entry.summary() for entry in (await self._ledger(record)).pending()],
         }
+        ledger = await self._ledger(record)
+        if ledger.entries:  # a tree that never asked shows nothing of permissions
+            state["pending_permissions"] = [entry.summary() for entry in ledger.pending()]
+        return state

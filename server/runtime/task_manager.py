@@ -83,11 +83,12 @@ class TaskManager:
         label = f"{child.label} ({agent_type.name})"
         try:
             answer = await asyncio.shield(child.task)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
-                # The parent itself is being cancelled: take the child down with it.
-                child.task.cancel()
+                # The parent itself is being cancelled: take the child down with it (saying why,
+                # so a permission request the child waits on is resolved with the reason).
+                child.task.cancel(*exc.args[:1])
                 await asyncio.wait({child.task})
                 await host.finish_subagent(child, status="cancelled", result="cancelled with its parent")
                 raise

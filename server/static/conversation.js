@@ -180,7 +180,7 @@ export class ConversationView {
       this.setStatus(state.status);
       if (state.usage) this.usageEl.textContent = usageText(state.usage);
       this.timeline.applySubagents(state.subagents);
-      if (state.pending_permissions) this.applyPending(state.pending_permissions);
+      this.applyPending(state.pending_permissions ?? []); // absent: the tree never asked
       return;
     }
     this.timeline.apply(item);
