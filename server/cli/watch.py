@@ -77,6 +77,9 @@ async def follow(
                     for entry in tree.pending_permissions:
                         if on_request is not None and entry["request_id"] not in announced:
                             announced.add(entry["request_id"])
+                            if entry.get("subagent_id") and entry["subagent_id"] not in tree.subagents:
+                                # Forwarding off: the tree learns its sub-agents from REST.
+                                tree.apply_subagents(await client.subagents(tree.conversation_id))
                             on_request(entry)
             return live.status or "the stream ended"
         except StreamRefused as exc:
@@ -88,7 +91,12 @@ async def follow(
 def request_text(tree: Tree, entry: dict[str, Any], *, url: str, keyed: bool) -> str:
     """Two lines for a waiting request: who asks to run what, and the commands that answer."""
     sub = tree.subagents.get(entry.get("subagent_id") or "")
-    who = "the main agent" if sub is None else " ".join(p for p in (sub.label, sub.description) if p) or sub.subagent_id
+    if entry.get("subagent_id") is None:
+        who = "the main agent"
+    elif sub is None:
+        who = f"sub-agent {entry['subagent_id']}"
+    else:
+        who = " ".join(p for p in (sub.label, sub.description) if p) or sub.subagent_id
     command = f"{taskwire_command()} approve {shlex.quote(tree.conversation_id)} {shlex.quote(entry['request_id'])}"
     if url.rstrip("/") != "http://127.0.0.1:8000":
         command += f" --url {shlex.quote(url)}"

@@ -180,7 +180,7 @@ export class ConversationView {
       this.setStatus(state.status);
       if (state.usage) this.usageEl.textContent = usageText(state.usage);
       this.timeline.applySubagents(state.subagents);
-      this.applyPending(state.pending_permissions ?? []); // absent: the tree never asked
+      this.applyPending(state.pending_permissions ?? [], false); // absent: the tree never asked
       return;
     }
     this.timeline.apply(item);
@@ -275,7 +275,7 @@ export class ConversationView {
   /** The tree's waiting set changed: redraw the marks; a request that left it was answered
    * (with forwarding off its answer does not come); one the page does not show yet (a
    * sub-agent's, forwarding off) is read over REST. */
-  applyPending(entries) {
+  applyPending(entries, fromStream = true) {
     this.pending = entries;
     const now = new Set(entries.map((e) => e.request_id));
     for (const id of this._wasPending) {
@@ -285,7 +285,9 @@ export class ConversationView {
         this._wasPending.delete(id);
       }
     }
-    for (const id of now) this._wasPending.add(id);
+    // Only the stream's own states count as having waited: full_state is the present, and
+    // the replay that follows it may still be in the past.
+    if (fromStream) for (const id of now) this._wasPending.add(id);
     if (entries.some((e) => !this.timeline.shows(e.request_id))) this.loadRequests();
     this.marks.show(entries);
   }
