@@ -22,6 +22,7 @@ FULL = [
     ["scaleout.py"],
     ["viewer.py"],
     ["acp_load.py", "--events", "100000"],
+    ["permissions.py"],
 ]
 QUICK = [
     ["store.py", "--sizes", "10000,100000"],
@@ -32,6 +33,7 @@ QUICK = [
     ["scaleout.py", "--events", "100000"],
     ["viewer.py", "--runs", "1"],
     ["acp_load.py", "--events", "10000"],
+    ["permissions.py", "--calls", "50"],
 ]
 
 
