@@ -44,7 +44,7 @@ from server.store import EventQuery, Store
 
 log = logging.getLogger(__name__)
 
-PERSON_SURFACES = frozenset({"rest", "socket", "acp", "agui", "cli"})
+PERSON_SURFACES = frozenset({"rest", "socket", "acp", "agui"})
 """``answered_by`` values that mean a person answered (the event's ``source`` is ``user``)."""
 
 CANCELLED_REASON = "the run stopped before anyone answered"
@@ -140,6 +140,11 @@ class TreePermissions:
             return PermissionResolution.of(await self._wait(entry))
         except asyncio.CancelledError as exc:
             await self._cancel(entry, exc)
+            raise
+        except BaseException:
+            # The request could not be filed (the store failed): nothing waits on it.
+            if entry.recording is None:
+                self._waiting.pop(request.request_id, None)
             raise
 
     async def _wait(self, entry: _Waiting) -> PermissionResolvedEvent:
