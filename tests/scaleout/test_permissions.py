@@ -83,3 +83,30 @@ async def test_an_answer_posted_to_the_other_replica_reaches_the_owner(cluster: 
     assert [e["request_id"] for e in resolved] == [first["request_id"], second["request_id"]]
     late = await b.client.post(f"/api/conversations/{cid}/permissions/{first['request_id']}", json={"decision": "allow"})
     assert late.status_code == 409
+
+
+async def test_when_the_owner_dies_a_late_answer_on_the_other_replica_is_409_after_its_takeover(cluster: Cluster) -> None:
+    a, b = cluster.a, cluster.b
+    body = {"agent": scripted_agent(SCRIPT, approval="always"), "initial_message": "Go."}
+    cid = (await a.client.post("/api/conversations", json=body)).json()["id"]
+    request = await waiting_on(b, cid, set())
+    await a.kill()
+    path = f"/api/conversations/{cid}/permissions/{request['request_id']}"
+    answered: list[Any] = []
+
+    async def taken_over() -> bool:
+        # 503 owner_unreachable until A's lease lapses; then B takes the conversation over,
+        # which resolves the request nobody waits for any more.
+        response = await b.client.post(path, json={"decision": "allow"})
+        assert response.status_code in (503, 409), response.text
+        answered.append(response)
+        return response.status_code == 409
+
+    await wait_until(taken_over, timeout=WAIT, what="B to take the conversation over")
+    assert answered[-1].json()["code"] == "permission_resolved"
+    [entry] = (await b.client.get(f"/api/conversations/{cid}/permissions", params={"status": "all"})).json()
+    assert entry["status"] == "cancelled" and entry["resolution"]["answered_by"] == "server"
+    events = await all_events(b, cid)
+    closing = [e for e in events if e["kind"] == "ObservationEvent" and e["tool_call_id"] == request["tool_call_id"]]
+    assert [e["status"] for e in closing] == ["cancelled"]
+    assert (await b.client.get(f"/api/conversations/{cid}")).json()["status"] == "paused"
