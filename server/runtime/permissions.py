@@ -133,9 +133,7 @@ class TreePermissions:
             await stream.emit(request)
             entry.announced = True
             decided = await self._remembered_decision(tool_name)
-            if decided is not None:
-                self._decide_by_policy(entry, decided)
-            else:
+            if decided is None or not self._decide_by_policy(entry, decided):
                 await self._publish_pending()
             return PermissionResolution.of(await self._wait(entry))
         except asyncio.CancelledError as exc:
@@ -185,6 +183,8 @@ class TreePermissions:
         entry = self._waiting.get(request_id)
         if entry is None:
             raise PermissionNotFound(request_id)
+        if entry.recording is not None:
+            raise PermissionResolved(f"permission request {request_id!r} already has its answer")
         option = choose_option(entry.request.options, answer)
         recording = self._resolve(
             entry, outcome_of(option), option_id=option.option_id, reason=answer.reason, answered_by=answered_by
@@ -257,14 +257,17 @@ class TreePermissions:
             if other.request.tool_name == request.tool_name and other.recording is None and other.announced:
                 self._decide_by_policy(other, decision)
 
-    def _decide_by_policy(self, entry: _Waiting, decision: Literal["allow", "reject"]) -> None:
+    def _decide_by_policy(self, entry: _Waiting, decision: Literal["allow", "reject"]) -> bool:
+        """Resolve ``entry`` by an earlier ``*_always`` answer; ``False`` when the asker offers
+        no option for it (then a person decides)."""
         option = remembered_option(entry.request.options, decision)
         if option is None:
-            return  # the asker offers no such answer: a person decides
+            return False
         self._resolve(
             entry, outcome_of(option), option_id=option.option_id,
             reason=f"an earlier {decision}_always answer for {entry.request.tool_name}", answered_by="policy",
         )
+        return True
 
     # -- the tree's pending set ---------------------------------------------------------
 
