@@ -4,9 +4,9 @@ With several replicas (PostgreSQL store), the replica that starts a conversation
 run it takes a lease on it (``store/leases.py``) and renews it while it holds the
 conversation; a conversation that is not running is owned by nobody. A command that reaches
 another replica (a message, run, pause, interrupt, cancelling a sub-agent, answering a
-permission request, delete) goes to the owner over the bus and its result or error comes back. If the owner died, its lease lapses
-(``OH_LEASE_SECONDS``) and the next replica asked takes the conversation over from its stored
-events: ``Runtime.host`` closes the calls the dead replica left open as ``failed`` and the
+permission request, delete) goes to the owner over the bus and its result or error comes back.
+If the owner died, its lease lapses (``OH_LEASE_SECONDS``) and the next replica asked takes the
+conversation over from its stored events: ``Runtime.host`` closes the calls the dead replica left open as ``failed`` and the
 model's history is rebuilt from the stream. Until the lease lapses, such commands answer 503.
 
 What this process holds in memory of a conversation is only trusted while it holds the lease:
