@@ -6,7 +6,8 @@ conversation; a conversation that is not running is owned by nobody. A command t
 another replica (a message, run, pause, interrupt, cancelling a sub-agent, answering a
 permission request, delete) goes to the owner over the bus and its result or error comes back.
 If the owner died, its lease lapses (``OH_LEASE_SECONDS``) and the next replica asked takes the
-conversation over from its stored events: ``Runtime.host`` closes the calls the dead replica left open as ``failed`` and the
+conversation over from its stored events: ``Runtime.host`` closes the calls the dead replica
+left open as ``failed`` (and the permission requests they waited on as ``cancelled``) and the
 model's history is rebuilt from the stream. Until the lease lapses, such commands answer 503.
 
 What this process holds in memory of a conversation is only trusted while it holds the lease:
