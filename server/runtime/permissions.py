@@ -130,9 +130,11 @@ class TreePermissions:
         entry = _Waiting(stream, request, asyncio.get_running_loop().create_future())
         self._waiting[request.request_id] = entry
         try:
+            # Loaded before the request is out, so every answer finds the tree's memory there.
+            remembered = await self._remembered_answers()
             await stream.emit(request)
             entry.announced = True
-            decided = await self._remembered_decision(tool_name)
+            decided = remembered.get(tool_name)
             if decided is None or not self._decide_by_policy(entry, decided):
                 await self._publish_pending()
             return PermissionResolution.of(await self._wait(entry))
@@ -234,14 +236,14 @@ class TreePermissions:
 
     # -- remembered answers (allow_always / reject_always) ------------------------------
 
-    async def _remembered_decision(self, tool_name: str) -> Literal["allow", "reject"] | None:
+    async def _remembered_answers(self) -> dict[str, Literal["allow", "reject"]]:
         if self._remembered is None:
             # Read once per loaded tree: an answer given before a restart or on another
             # replica holds too.
             remembered = (await read_ledger(self._store, self._root_id)).remembered()
             if self._remembered is None:
                 self._remembered = remembered
-        return self._remembered.get(tool_name)
+        return self._remembered
 
     def _remember(self, request: PermissionRequestEvent, event: PermissionResolvedEvent) -> None:
         if event.answered_by == "policy" or event.option_id is None:

@@ -58,7 +58,7 @@ async def test_an_answer_posted_to_the_other_replica_reaches_the_owner(cluster: 
     cid = created.json()["id"]
 
     first = await waiting_on(b, cid, set())
-    assert await lease_holder(cluster.database_url, cid) == "replica-a"
+    assert await lease_holder(cluster.database_url, cid) == a.replica_id
     answered = await b.client.post(f"/api/conversations/{cid}/permissions/{first['request_id']}",
                                    json={"decision": "allow", "reason": "via B"})
     assert answered.status_code == 200, answered.text
