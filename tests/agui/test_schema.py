@@ -16,10 +16,13 @@ from server.events import (
     ConversationStateUpdateEvent,
     MessageEvent,
     ObservationEvent,
+    PermissionRequestEvent,
+    PermissionResolvedEvent,
     StreamingDeltaEvent,
     SubagentFinishedEvent,
     SubagentStartedEvent,
 )
+from server.permissions.requests import NATIVE_OPTIONS
 from tests.acp.helpers import FIXTURE as ACP_RECORDING
 from tests.acp.helpers import fake_agent
 from tests.agui.checks import Log, assert_valid, wire
@@ -62,7 +65,10 @@ def every_branch() -> list[dict[str, Any]]:
         log(SubagentStartedEvent(), "open", "call-open"),
         log(ACPToolCallEvent(tool_call_id="p1", title="Terminal", status="pending", tool_kind="execute", raw_input={})),
         log(ACPToolCallEvent(tool_call_id="p2", title="Read", status="failed", raw_output={"error": "no"}, is_error=True)),
-        wire(id=str(uuid.uuid4()), kind="PermissionRequestEvent", seq=log.seq + 1, request_id="q1"),
+        log(PermissionRequestEvent(request_id="q1", tool_call_id="p1", tool_name="Bash", options=list(NATIVE_OPTIONS)), "open", "call-open"),
+        log(PermissionResolvedEvent(request_id="q1", tool_call_id="p1", outcome="rejected", option_id="reject_once"), "open", "call-open"),
+        log(ConversationStateUpdateEvent(key="pending_permissions", value=[])),
+        wire(id=str(uuid.uuid4()), kind="SomeNewerEvent", seq=log.seq + 1, detail="q1"),
         log(ConversationStateUpdateEvent(key="usage", value={"input_tokens": 25, "output_tokens": 4, "llm_calls": 2})),
         log(ConversationStateUpdateEvent(key="status", value="paused")),
         log(MessageEvent(role="user", source="user", content="Again.")),
@@ -101,9 +107,11 @@ async def test_every_event_of_every_kind_fits_the_ag_ui_schemas(tmp_path: Path) 
     # The failed run is accepted up to its RUN_ERROR, which the client reports as the run's error.
     assert native_2["warnings"] == [] and events(native_2)[-1]["type"] == "RUN_ERROR"
     assert "the model is down for the main agent too" in events(native_2)[-1]["message"]
-    assert stored == set(EVENT_KINDS) - {"StreamingDeltaEvent"}  # deltas are never stored ...
+    # Deltas are never stored ...; the permission kinds come from every_branch() (a run that
+    # asks needs a person to answer: tests/permissions/ make them for real).
+    assert stored == set(EVENT_KINDS) - {"StreamingDeltaEvent", "PermissionRequestEvent", "PermissionResolvedEvent"}
     contents = [e for e in events(native_1) if e["type"] == "TEXT_MESSAGE_CONTENT"]
-    assert len({e["messageId"] for e in contents}) < len(contents)  # ... but streamed here
+    assert len({e["messageId"] for e in contents}) < len(contents)  # ... deltas streamed here
     emitted = {e["type"] for step in steps for e in events(step)}
     assert emitted == EVERY_TYPE
     for peer in (sdk_run, acp_run):  # Claude Code's sub-agents, bridged, come out as AG-UI sub-agents
