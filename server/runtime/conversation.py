@@ -242,15 +242,20 @@ class ConversationHost:
         return self._backend
 
     async def close(self, reason: str = "the server stopped the run") -> None:
-        """Stop the run (if any) and release the backend; children first. ``reason`` is what a
-        permission request left waiting is resolved ``cancelled`` with."""
-        for child in list(self.children.values()):
-            await child.close(reason)
+        """Stop the run (if any) and release the backend. ``reason`` is what a permission
+        request left waiting is resolved ``cancelled`` with.
+
+        The run is cancelled first, as an interrupt is: it takes its sub-agents down in order
+        (each parent records its child's end), so no parent is cancelled again while it
+        records one. Children still held after it (a peer's, which have no run of their own)
+        are closed then."""
         if self.running and self.task is not asyncio.current_task():
             assert self.task is not None
             self.task.cancel(reason)
             # wait, not gather: a caller cancelled here must not cancel the run's clean-up
             await asyncio.wait({self.task})
+        for child in list(self.children.values()):
+            await child.close(reason)
         if self._backend is not None:
             await self._backend.close()
             self._backend = None
