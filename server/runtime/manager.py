@@ -25,8 +25,6 @@ from server.errors import (
     ConversationRunning,
     StoreUnavailable,
     InvalidPermissionAnswer,
-    PermissionNotFound,
-    PermissionResolved,
     SubagentNotFound,
     Unavailable,
 )
@@ -36,12 +34,11 @@ from server.runtime.backends import build_backend
 from server.runtime.conversation import ConversationHost
 from server.runtime.forwarding import TopicPublisher
 from server.permissions.answers import PermissionAnswer
-from server.permissions.ledger import PermissionLedger
 from server.runtime.ownership import Ownership, owned
-from server.runtime.permissions import read_ledger
+from server.runtime.permissions import answer_below, ledger_below
 from server.runtime.recovery import close_interrupted_calls
 from server.runtime.task_manager import TaskManager
-from server.runtime.tree import descendants, subagent_entries
+from server.runtime.tree import subagent_entries
 from server.settings import Settings
 from server.store import ConversationRecord, Store
 from server.store.owned import settle
@@ -420,44 +417,25 @@ class Runtime:
     async def permissions(self, conversation_id: str, status: str = "pending") -> list[dict[str, Any]]:
         """Permission requests of ``conversation_id`` and every sub-agent below it, from the
         store (any replica answers): those still waiting, or (``status="all"``) every one."""
-        ledger = await self._ledger(await self.get(conversation_id))
+        ledger = await ledger_below(self.store, await self.get(conversation_id))
         return ledger.listed("all" if status == "all" else "pending")
-
-    async def _ledger(self, record: ConversationRecord) -> PermissionLedger:
-        streams = None if record.is_root else descendants(await self.store.tree(record.root_id), record.id)
-        return await read_ledger(self.store, record.root_id, streams)
 
     @owned
     async def answer_permission(
         self, conversation_id: str, request_id: str, answer: dict[str, Any], answered_by: str
     ) -> dict[str, Any]:
         """Answer a waiting permission request of ``conversation_id``'s tree (below it) with
-        ``answer`` (a ``PermissionAnswer`` body); returns the stored ``PermissionResolvedEvent``.
-        The first answer wins: ``PermissionResolved`` (409) once it has one or ended,
-        ``PermissionNotFound`` (404) for an id the tree never asked, ``InvalidPermissionAnswer``
-        (422) for an option it did not offer. ``answered_by`` names the surface (``rest``,
-        ``socket``, ...)."""
+        ``answer`` (a ``PermissionAnswer`` body); returns the stored ``PermissionResolvedEvent``
+        (see ``runtime.permissions.answer_below`` for its errors). ``answered_by`` names the
+        surface (``rest``, ``socket``, ...)."""
         try:
             parsed = PermissionAnswer.model_validate(answer)
         except ValidationError as exc:  # the routes check first; a command over the bus may not
             raise InvalidPermissionAnswer(f"invalid answer: {exc.errors()[0]['msg']}") from None
         record = await self.get(conversation_id)
         host = await self.host(record.root_id)  # loading it closes what a dead process left
-        if host.permissions.is_waiting(request_id):
-            asker = host.permissions.request(request_id).subagent_id
-            if record.is_root or asker in descendants(await self.store.tree(record.root_id), record.id):
-                event = await host.permissions.answer(request_id, parsed, answered_by=answered_by)
-                return event.model_dump(mode="json", exclude_none=True)
-        entry = (await self._ledger(record)).entries.get(request_id)
-        if entry is None:
-            raise PermissionNotFound(request_id)
-        if entry.resolution is not None:
-            raise PermissionResolved(
-                f"permission request {request_id!r} was already resolved: {entry.resolution.outcome}"
-                + (f" by {entry.resolution.answered_by}" if entry.resolution.answered_by else "")
-            )
-        # Stored, unanswered, and nobody waits for it here: its run is gone without closing it.
-        raise PermissionResolved(f"permission request {request_id!r} no longer waits: its run has stopped")
+        event = await answer_below(self.store, host.permissions, record, request_id, parsed, answered_by)
+        return event.model_dump(mode="json", exclude_none=True)
 
     async def full_state(self, conversation_id: str) -> dict[str, Any]:
         """The first frame of a socket: status, last seq, the sub-agent tree and the permission
@@ -470,7 +448,7 @@ class Runtime:
             "subagents": await self.subagents(conversation_id),
             "usage": record.usage.model_dump(),
         }
-        ledger = await self._ledger(record)
+        ledger = await ledger_below(self.store, record)
         if ledger.entries:  # a tree that never asked shows nothing of permissions
             state["pending_permissions"] = [entry.summary() for entry in ledger.pending()]
         return state

@@ -40,7 +40,8 @@ from server.events.models import PermissionOutcome
 from server.permissions.answers import PermissionAnswer, choose_option, outcome_of, remembered_option
 from server.permissions.ledger import KINDS, PermissionLedger, pending_summary
 from server.permissions.requests import NATIVE_OPTIONS
-from server.store import EventQuery, Store
+from server.runtime.tree import descendants
+from server.store import ConversationRecord, EventQuery, Store
 
 log = logging.getLogger(__name__)
 
@@ -311,3 +312,36 @@ async def read_ledger(store: Store, root_id: str, conversation_ids: Sequence[str
         page_id = page.next_page_id
         if page_id is None:
             return ledger
+
+
+async def ledger_below(store: Store, record: ConversationRecord) -> PermissionLedger:
+    """The requests of ``record``'s conversation and every sub-agent below it (a root: the
+    whole tree)."""
+    streams = None if record.is_root else descendants(await store.tree(record.root_id), record.id)
+    return await read_ledger(store, record.root_id, streams)
+
+
+async def answer_below(
+    store: Store,
+    permissions: TreePermissions,
+    record: ConversationRecord,
+    request_id: str,
+    answer: PermissionAnswer,
+    answered_by: str,
+) -> PermissionResolvedEvent:
+    """Answer request ``request_id`` of the tree below ``record`` (on the replica that owns it).
+    The first answer wins: ``PermissionResolved`` (409) once it has one or ended,
+    ``PermissionNotFound`` (404) for an id never asked there, ``InvalidPermissionAnswer`` (422)
+    for an option it did not offer."""
+    if permissions.is_waiting(request_id):
+        asker = permissions.request(request_id).subagent_id
+        if record.is_root or asker in descendants(await store.tree(record.root_id), record.id):
+            return await permissions.answer(request_id, answer, answered_by=answered_by)
+    entry = (await ledger_below(store, record)).entries.get(request_id)
+    if entry is None:
+        raise PermissionNotFound(request_id)
+    if entry.resolution is not None:
+        by = f" by {entry.resolution.answered_by}" if entry.resolution.answered_by else ""
+        raise PermissionResolved(f"permission request {request_id!r} was already resolved: {entry.resolution.outcome}{by}")
+    # Stored, unanswered, and nobody waits for it here: its run is gone without closing it.
+    raise PermissionResolved(f"permission request {request_id!r} no longer waits: its run has stopped")

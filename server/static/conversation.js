@@ -5,7 +5,7 @@
 import { ApiError } from "./api.js";
 import { h, shortId, statusLabel, usageText } from "./dom.js";
 import { CloseCode, LiveSocket } from "./live.js";
-import { WaitingMarks } from "./permissions.js";
+import { PermissionDesk } from "./permissions.js";
 import { Timeline } from "./timeline.js";
 
 const RUN_ENDS = new Set(["finished", "error", "paused"]);
@@ -40,20 +40,16 @@ export class ConversationView {
     this._catchUpTo = 0;
     this._frame = false;
     this._timer = null;
-    /** The tree's waiting permission requests, as the root last said (`pending_permissions`). */
-    this.pending = [];
-    /** Request ids seen in that set: one that leaves it has been answered. */
-    this._wasPending = new Set();
-    this._loadingRequests = false;
 
     this.timeline = new Timeline({
       onCancel: (card) => this.cancel(card),
       onFollow: (subagentId) => this.follow(subagentId),
       onCardAdded: () => { this._cardsChanged = true; },
-      onAnswer: (box, option) => this.answer(box, option),
+      onAnswer: (box, option) => this.desk.answer(box, option),
     });
     this.el = this.build();
-    this.marks = new WaitingMarks(this.timeline, this.waitingEl);
+    /** The tree's permission requests: the waiting marks, and answering from the page. */
+    this.desk = new PermissionDesk(api, id, this.timeline, this.waitingEl);
     this.socket = new LiveSocket(api, id, {
       onFullState: (state) => {
         this._catchUpTo = state.last_seq ?? 0;
@@ -180,7 +176,7 @@ export class ConversationView {
       this.setStatus(state.status);
       if (state.usage) this.usageEl.textContent = usageText(state.usage);
       this.timeline.applySubagents(state.subagents);
-      this.applyPending(state.pending_permissions ?? [], false); // absent: the tree never asked
+      this.desk.apply(state.pending_permissions ?? [], false); // absent: the tree never asked
       return;
     }
     this.timeline.apply(item);
@@ -188,7 +184,7 @@ export class ConversationView {
     if (item.kind === "ConversationStateUpdateEvent") {
       if (item.key === "status" && item.subagent_id == null) this.setStatus(item.value);
       if (item.key === "usage") this.applyUsage(item.subagent_id, item.value);
-      if (item.key === "pending_permissions" && item.subagent_id == null) this.applyPending(item.value ?? []);
+      if (item.key === "pending_permissions" && item.subagent_id == null) this.desk.apply(item.value ?? []);
     }
     // With forwarding off, sub-agents' events never arrive: ask for their cards now and then.
     if (!this.options.forwarding && item.seq != null && this.status === "running") this.refreshSoon();
@@ -268,63 +264,6 @@ export class ConversationView {
       select.append(h("option", { value: card.id, text: card.title() }));
     }
     select.value = chosen;
-  }
-
-  // -- permissions ----------------------------------------------------------------------
-
-  /** The tree's waiting set changed: redraw the marks; a request that left it was answered
-   * (with forwarding off its answer does not come); one the page does not show yet (a
-   * sub-agent's, forwarding off) is read over REST. */
-  applyPending(entries, fromStream = true) {
-    this.pending = entries;
-    const now = new Set(entries.map((e) => e.request_id));
-    for (const id of this._wasPending) {
-      if (!now.has(id)) {
-        const call = this.timeline.requests.get(id);
-        if (call?.permission && !call.permission.resolved) call.resolvePermission({ request_id: id, outcome: "answered" });
-        this._wasPending.delete(id);
-      }
-    }
-    // Only the stream's own states count as having waited: full_state is the present, and
-    // the replay that follows it may still be in the past.
-    if (fromStream) for (const id of now) this._wasPending.add(id);
-    if (entries.some((e) => !this.timeline.shows(e.request_id))) this.loadRequests();
-    this.marks.show(entries);
-  }
-
-  async loadRequests() {
-    if (this._loadingRequests) return;
-    this._loadingRequests = true;
-    try {
-      let requests = await this.api.get(`/api/conversations/${this.id}/permissions`);
-      if (requests.some((r) => r.subagent_id && !this.timeline.cards.has(r.subagent_id))) {
-        this.timeline.applySubagents(await this.api.get(`/api/conversations/${this.id}/subagents`));
-      }
-      const waiting = new Set(this.pending.map((e) => e.request_id));
-      requests = requests.filter((r) => waiting.has(r.request_id) && !this.timeline.shows(r.request_id));
-      for (const request of requests) this.timeline.showRequest(null, request);
-      this.marks.show(this.pending);
-    } catch {
-      // the next change of the waiting set asks again
-    } finally {
-      this._loadingRequests = false;
-    }
-  }
-
-  async answer(box, option) {
-    box.busy(true);
-    box.say("Sending…");
-    try {
-      const resolved = await this.api.post(`/api/conversations/${this.id}/permissions/${box.requestId}`, { option_id: option.option_id });
-      box.resolve(resolved);
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 409) {
-        box.say("Already answered elsewhere.");
-      } else {
-        box.say(`Could not answer: ${err.message}`);
-        box.busy(false);
-      }
-    }
   }
 
   // -- actions --------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 // `pending_permissions`, there with forwarding off too) marks the asking card, the task calls
 // and cards above it, and the page header.
 
+import { ApiError } from "./api.js";
 import { clip, h } from "./dom.js";
 
 const ARGUMENTS_LIMIT = 4000;
@@ -102,5 +103,76 @@ export class WaitingMarks {
     const n = entries.length;
     this.headerEl.hidden = n === 0;
     this.headerEl.textContent = n === 1 ? "1 waiting for you" : `${n} waiting for you`;
+  }
+}
+
+/** The page's side of one tree's requests: the waiting set as the root states it, the marks
+ * it draws, requests read over REST when their events do not come (forwarding off), and
+ * answers sent from the buttons. */
+export class PermissionDesk {
+  constructor(api, conversationId, timeline, headerEl) {
+    this.api = api;
+    this.id = conversationId;
+    this.timeline = timeline;
+    this.marks = new WaitingMarks(timeline, headerEl);
+    /** The tree's waiting requests, as the root last said (`pending_permissions`). */
+    this.pending = [];
+    /** Request ids seen waiting in the stream: one that leaves the set has been answered. */
+    this._wasPending = new Set();
+    this._loading = false;
+  }
+
+  /** The waiting set changed (`fromStream`: a stored state, not full_state's present, which
+   * the replay after it may still be behind). */
+  apply(entries, fromStream = true) {
+    this.pending = entries;
+    const now = new Set(entries.map((e) => e.request_id));
+    for (const id of this._wasPending) {
+      if (!now.has(id)) {
+        const call = this.timeline.requests.get(id);
+        if (call?.permission && !call.permission.resolved) call.resolvePermission({ request_id: id, outcome: "answered" });
+        this._wasPending.delete(id);
+      }
+    }
+    if (fromStream) for (const id of now) this._wasPending.add(id);
+    if (entries.some((e) => !this.timeline.shows(e.request_id))) this.load();
+    this.marks.show(entries);
+  }
+
+  /** Requests the page does not show yet (a sub-agent's, forwarding off), read over REST. */
+  async load() {
+    if (this._loading) return;
+    this._loading = true;
+    try {
+      let requests = await this.api.get(`/api/conversations/${this.id}/permissions`);
+      if (requests.some((r) => r.subagent_id && !this.timeline.cards.has(r.subagent_id))) {
+        this.timeline.applySubagents(await this.api.get(`/api/conversations/${this.id}/subagents`));
+      }
+      const waiting = new Set(this.pending.map((e) => e.request_id));
+      requests = requests.filter((r) => waiting.has(r.request_id) && !this.timeline.shows(r.request_id));
+      for (const request of requests) this.timeline.showRequest(null, request);
+      this.marks.show(this.pending);
+    } catch {
+      // the next change of the waiting set asks again
+    } finally {
+      this._loading = false;
+    }
+  }
+
+  /** A button was clicked: answer with its option. */
+  async answer(box, option) {
+    box.busy(true);
+    box.say("Sending…");
+    try {
+      const path = `/api/conversations/${this.id}/permissions/${encodeURIComponent(box.requestId)}`;
+      box.resolve(await this.api.post(path, { option_id: option.option_id }));
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 409) {
+        box.say("Already answered elsewhere.");
+      } else {
+        box.say(`Could not answer: ${err.message}`);
+        box.busy(false);
+      }
+    }
   }
 }

@@ -82,11 +82,15 @@ async def test_allow_always_holds_for_that_tool_in_the_whole_tree(tmp_path: Path
         resolved = await answer(server, cid, first["request_id"], option_id="allow_always")
         assert resolved.status_code == 200
         assert (await wait_for_status(server.client, cid, {"finished", "error"}))["status"] == "finished"
-        listed = await pending(server, cid, status="all")
-        assert [e["title"] for e in listed] == ["echo one", "echo two", "echo three", "echo sub"]
-        assert [e["resolution"]["answered_by"] for e in listed] == ["rest", "policy", "policy", "policy"]
-        assert {e["resolution"]["option_id"] for e in listed[1:]} == {"allow_always"}
-        assert all(e["status"] == "allowed" for e in listed)
+        listed = {e["title"]: e for e in await pending(server, cid, status="all")}
+        assert set(listed) == {"echo one", "echo two", "echo three", "echo sub"}
+        # The one a person answered; the other that waited with it, and every later one, by policy.
+        assert listed[first["title"]]["resolution"]["answered_by"] == "rest"
+        by_policy = [e for title, e in listed.items() if title != first["title"]]
+        assert {e["resolution"]["answered_by"] for e in by_policy} == {"policy"}
+        assert {e["resolution"]["option_id"] for e in by_policy} == {"allow_always"}
+        assert all(e["status"] == "allowed" for e in listed.values())
+        assert second["title"] in listed
         everything = await all_events(server, cid, include_subagents="true")
         outputs = [e["content"] for e in everything if e["kind"] == "ObservationEvent" and e["tool_name"] == "terminal"]
         assert sorted(o.split()[-1] for o in outputs) == ["one", "sub", "three", "two"]
