@@ -14,8 +14,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from server.bus import Bus
 from server.errors import (
     BackendError,
@@ -24,18 +22,16 @@ from server.errors import (
     ConversationNotFound,
     ConversationRunning,
     StoreUnavailable,
-    InvalidPermissionAnswer,
     SubagentNotFound,
     Unavailable,
 )
 from server.events import AgentErrorEvent, Event, MessageEvent
 from server.events.ids import new_id
+from server.runtime.answering import PermissionCommands
 from server.runtime.backends import build_backend
 from server.runtime.conversation import ConversationHost
 from server.runtime.forwarding import TopicPublisher
-from server.permissions.answers import PermissionAnswer
 from server.runtime.ownership import Ownership, owned
-from server.runtime.permissions import answer_below, ledger_below
 from server.runtime.recovery import close_interrupted_calls
 from server.runtime.task_manager import TaskManager
 from server.runtime.tree import subagent_entries
@@ -54,7 +50,7 @@ RECONCILE_SECONDS = 1.0
 """How often conversations whose run lost a write are tried again (see ``Runtime._strand``)."""
 
 
-class Runtime:
+class Runtime(PermissionCommands):
     """Every conversation this server runs or serves."""
 
     def __init__(self, settings: Settings, store: Store, bus: Bus, hooks: Hooks) -> None:
@@ -412,43 +408,15 @@ class Runtime:
         if not target.task.done():
             target.task.cancel("the sub-agent was cancelled")
 
-    # -- permissions ----------------------------------------------------------------------
-
-    async def permissions(self, conversation_id: str, status: str = "pending") -> list[dict[str, Any]]:
-        """Permission requests of ``conversation_id`` and every sub-agent below it, from the
-        store (any replica answers): those still waiting, or (``status="all"``) every one."""
-        ledger = await ledger_below(self.store, await self.get(conversation_id))
-        return ledger.listed("all" if status == "all" else "pending")
-
-    @owned
-    async def answer_permission(
-        self, conversation_id: str, request_id: str, answer: dict[str, Any], answered_by: str
-    ) -> dict[str, Any]:
-        """Answer a waiting permission request of ``conversation_id``'s tree (below it) with
-        ``answer`` (a ``PermissionAnswer`` body); returns the stored ``PermissionResolvedEvent``
-        (see ``runtime.permissions.answer_below`` for its errors). ``answered_by`` names the
-        surface (``rest``, ``socket``, ...)."""
-        try:
-            parsed = PermissionAnswer.model_validate(answer)
-        except ValidationError as exc:  # the routes check first; a command over the bus may not
-            raise InvalidPermissionAnswer(f"invalid answer: {exc.errors()[0]['msg']}") from None
-        record = await self.get(conversation_id)
-        host = await self.host(record.root_id)  # loading it closes what a dead process left
-        event = await answer_below(self.store, host.permissions, record, request_id, parsed, answered_by)
-        return event.model_dump(mode="json", exclude_none=True)
-
     async def full_state(self, conversation_id: str) -> dict[str, Any]:
         """The first frame of a socket: status, last seq, the sub-agent tree and the permission
         requests waiting in it."""
         record = await self.get(conversation_id)
-        state = {
+        return {
             "id": record.id,
             "status": record.status,
             "last_seq": await self.store.last_seq(record.root_id),
             "subagents": await self.subagents(conversation_id),
             "usage": record.usage.model_dump(),
+            **await self.pending_state(record),
         }
-        ledger = await ledger_below(self.store, record)
-        if ledger.entries:  # a tree that never asked shows nothing of permissions
-            state["pending_permissions"] = [entry.summary() for entry in ledger.pending()]
-        return state
