@@ -81,7 +81,8 @@ def test_an_answer_names_an_offered_option_by_id_or_by_decision() -> None:
 
 
 @pytest.mark.parametrize("body", [{}, {"option_id": "a", "decision": "allow"}, {"decision": "maybe"},
-                                  {"option_id": "a", "always": True}, {"option_id": ""}, {"option_id": "a", "extra": 1}])
+                                  {"option_id": "a", "always": True}, {"option_id": ""}, {"option_id": "a", "extra": 1},
+                                  {"decision": "reject", "reason": "\ud800"}])
 def test_a_malformed_answer_is_refused(body: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         PermissionAnswer.model_validate(body)
