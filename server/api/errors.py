@@ -29,6 +29,8 @@ def close_code_for(error: TaskwireError) -> CloseCode:
         return CloseCode.UNKNOWN_CONVERSATION
     if isinstance(error, TooManyRequests):
         return CloseCode.TOO_MANY_SUBSCRIBERS
+    if isinstance(error, Unavailable):
+        return CloseCode.TRY_AGAIN_LATER
     return CloseCode.BAD_REQUEST
 
 

@@ -4,7 +4,9 @@ Only I/O lives here: it claims a subscriber place, subscribes, reads the snapsho
 end, the tree, the root's usage), sends the run's message if it has one, then drives an
 ``EventStream`` (resume, view, order, gap fills: ``server/stream/``) with the WebSocket's pump
 and writes what ``AguiProjection`` (``server/agui/``) makes of its frames. The client closing
-the stream ends the stream, never the run.
+the stream ends the stream, never the run. A client that takes no data for
+``OH_WS_SEND_TIMEOUT`` is cut off, as a stuck socket is: its place and its queue are freed, and
+it resumes with ``Last-Event-ID``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from server.api.sockets import pump
 from server.bus import Subscription
 from server.errors import ConversationNotFound, Unavailable
 from server.store import ConversationRecord, EventQuery, Store
-from server.stream import EventStream, SubagentNode
+from server.stream import CloseCode, EventStream, SubagentNode
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +123,7 @@ class AguiStream(Response):
                 sent_message=self.message,
             )
             await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
-            writer = _Writer(send)
+            writer = _Writer(send, settings.ws_send_timeout)
             if self.run is not None:
                 await writer.frames(projection.start_run(*self.run))
 
@@ -152,11 +154,17 @@ class AguiStream(Response):
         leaving = asyncio.create_task(_client_leaves(receive))
         beating = asyncio.create_task(writer.keepalive())
         try:
-            done, _ = await asyncio.wait({pumping, leaving}, return_when=asyncio.FIRST_COMPLETED)
+            # The keepalive ends only by stalling: then the client is stuck, not gone.
+            done, _ = await asyncio.wait({pumping, leaving, beating}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in (pumping, leaving, beating):
                 task.cancel()
             await asyncio.gather(pumping, leaving, beating, return_exceptions=True)
+        if writer.stalled:
+            self.state.subscriber_limit.record_close(CloseCode.TOO_SLOW)
+            log.info("AG-UI stream of %s: the client took no data for %.1f s; cut off",
+                     self.conversation.id, self.state.settings.ws_send_timeout)
+            return
         if pumping not in done:
             return  # the client left
         error = pumping.exception()
@@ -164,16 +172,24 @@ class AguiStream(Response):
             code, reason = pumping.result()
             self.state.subscriber_limit.record_close(code)  # counted on /metrics, as sockets' are
             await writer.frames(projection.stream_closed("too_slow", reason))
-        elif not isinstance(error, (_Ended, OSError)):
+        elif not isinstance(error, (_Ended, _Stalled, OSError)):
             log.error("AG-UI stream of %s failed", self.conversation.id, exc_info=error)
 
 
-class _Writer:
-    """Writes to the response; the pump and the keepalive share it."""
+class _Stalled(Exception):
+    """A write made no progress for the send timeout: the client stopped reading."""
 
-    def __init__(self, send: Send) -> None:
+
+class _Writer:
+    """Writes to the response; the pump and the keepalive share it. A write that waits longer
+    than ``timeout`` for the client to drain the connection marks the writer ``stalled``, and
+    it writes nothing more (uvicorn then drops the connection)."""
+
+    def __init__(self, send: Send, timeout: float) -> None:
         self._send = send
+        self._timeout = timeout
         self._lock = asyncio.Lock()
+        self.stalled = False
 
     async def frames(self, frames: list[Frame]) -> None:
         if frames:
@@ -181,7 +197,15 @@ class _Writer:
 
     async def write(self, data: bytes) -> None:
         async with self._lock:
-            await self._send({"type": "http.response.body", "body": data, "more_body": True})
+            if self.stalled:
+                raise _Stalled
+            try:
+                # One timer per write, not per frame: a write carries a whole batch.
+                async with asyncio.timeout(self._timeout):
+                    await self._send({"type": "http.response.body", "body": data, "more_body": True})
+            except TimeoutError:
+                self.stalled = True
+                raise _Stalled from None
 
     async def keepalive(self) -> None:
         while True:
@@ -190,6 +214,8 @@ class _Writer:
 
     async def end(self) -> None:
         async with self._lock:
+            if self.stalled:
+                return
             try:
                 await self._send({"type": "http.response.body", "body": b"", "more_body": False})
             except OSError:

@@ -20,6 +20,9 @@ class CloseCode(enum.IntEnum):
     ``OH_WS_AUTH_TIMEOUT``)."""
     UNKNOWN_CONVERSATION = 4004
     """No conversation with that id."""
+    TRY_AGAIN_LATER = 1013
+    """The server cannot serve the socket just now (the store is unavailable, or the
+    conversation's owner is changing replicas); retry after a moment, from the same ``seq``."""
     TOO_SLOW = 4008
     """The client fell a whole queue behind, or took no data for ``OH_WS_SEND_TIMEOUT``; the
     reason holds ``after_seq=N`` to resume from."""

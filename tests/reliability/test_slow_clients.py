@@ -71,3 +71,47 @@ async def test_fifty_clients_that_stop_reading_are_closed_4008_with_their_resume
             await next_frame(ws)
             rest = await asyncio.wait_for(read_until_seq(ws, seqs[-1]), WAIT)
         assert_gapless(rest, [s for s in seqs if s > resume])
+
+
+async def test_an_agui_stream_whose_client_stops_reading_is_cut_off_and_resumes(tmp_path: Path) -> None:
+    """Server-Sent Events have no close code: the stuck stream is ended, its subscriber place
+    freed, and the client resumes from the last id it read, missing nothing."""
+    settings = isolated_settings(tmp_path, ws_queue_size=QUEUE, ws_send_timeout=0.5)
+    async with taskwire_server(settings) as server:
+        conversation = (await create(server, run=False))["id"]
+        port = int(server.url.rsplit(":", 1)[1])
+        keys = server.settings.session_api_keys
+        auth = f"X-Session-API-Key: {keys[0]}\r\n" if keys else ""
+        stuck = small_buffered_socket(port)
+        loop = asyncio.get_running_loop()
+        await loop.sock_sendall(stuck, (
+            f"GET /agui/{conversation} HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n{auth}\r\n"
+        ).encode())
+        live = server.app.state.subscriber_limit
+        for _ in range(100):
+            if live.active:
+                break
+            await asyncio.sleep(0.05)
+        produced = 0
+        while live.active:  # from here on the client reads nothing
+            assert produced < QUEUE, "the stuck stream was never cut off"
+            await produce(server, conversation, 5, noise=100_000)
+            produced += 5
+            await asyncio.sleep(0.2)
+        received = bytearray()
+        while chunk := await asyncio.wait_for(loop.sock_recv(stuck, 1 << 20), WAIT):
+            received.extend(chunk)  # what was buffered, then the end of the connection
+        stuck.close()
+        ids = [int(line[4:]) for line in received.decode(errors="replace").splitlines() if line.startswith("id: ")]
+        seqs = await stored_seqs(server, conversation)
+        assert ids and ids[-1] < seqs[-1], "the stuck client should have missed the newest events"
+        # Resuming from the last id read brings the rest.
+        rest: list[int] = []
+        async with server.client.stream("GET", f"/agui/{conversation}", headers={"Last-Event-ID": str(ids[-1])}) as resumed:
+            async with asyncio.timeout(WAIT):
+                async for line in resumed.aiter_lines():
+                    if line.startswith("id: "):
+                        rest.append(int(line[4:]))
+                        if rest[-1] >= seqs[-1]:
+                            break
+        assert rest[0] >= ids[-1] and rest[-1] == seqs[-1]  # an id is the seq the stream is complete through

@@ -15,7 +15,9 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import pytest
 
+from server.stream.close_codes import CloseCode
 from tests.api.helpers import scripted_agent
+from tests.api.socket_client import open_socket, read_until_closed
 from tests.faults import TcpProxy
 from tests.reliability.consistency import assert_consistent
 from tests.servers import RunningServer, isolated_settings, taskwire_server, wait_for_status
@@ -110,8 +112,14 @@ async def test_postgres_connections_lost_answers_503_then_recovers(tmp_path: Pat
             assert await _terminate(name) >= 1
             await runs_to_the_end(server)
             # The network to PostgreSQL is cut: 503 with the reason, until it is back.
+            earlier = (await server.client.get("/api/conversations/search")).json()["items"][0]["id"]
+            await server.runtime.unload(earlier)
             await proxy.cut()
             assert_store_unavailable(await server.client.post("/api/conversations", json={"initial_message": "go"}))
+            # A socket opened meanwhile is told to come back (1013), not that its query was bad.
+            async with open_socket(server, earlier) as ws:
+                closed = await read_until_closed(ws)
+            assert closed.code == CloseCode.TRY_AGAIN_LATER and closed.reason, closed
             not_ready = await server.client.get("/ready")
             assert not_ready.status_code == 503 and not_ready.json()["checks"]["store"].startswith("down: ")
             await proxy.mend()
