@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import sys
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from server.errors import BackendError
@@ -28,14 +32,22 @@ async def build_backend(host: ConversationHost, store: Store, tasks: TaskManager
     if kind == "native":
         return await _native(host, store, tasks, hooks)
     if kind == "acp":
-        from server.runtime.backends.acp import ACPBackend
-
-        return ACPBackend.from_spec(agent, host)
+        acp = await _imported("server.runtime.backends.acp")
+        return acp.ACPBackend.from_spec(agent, host)
     if kind == "claude_sdk":
-        from server.runtime.backends.claude_sdk import ClaudeSDKBackend
-
-        return ClaudeSDKBackend.from_spec(agent, host)
+        claude_sdk = await _imported("server.runtime.backends.claude_sdk")
+        return claude_sdk.ClaudeSDKBackend.from_spec(agent, host)
     raise BackendError(f"unknown agent kind {kind!r}", code="bad_agent")
+
+
+async def _imported(name: str) -> ModuleType:
+    """A peer backend's module, imported off the event loop the first time: importing
+    ``claude_agent_sdk`` (and the MCP library beneath it) takes seconds, which would stall every
+    conversation's stream on the server."""
+    module = sys.modules.get(name)
+    if module is None:
+        module = await asyncio.to_thread(importlib.import_module, name)
+    return module
 
 
 async def _native(host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks) -> NativeBackend:
