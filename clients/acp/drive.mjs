@@ -9,11 +9,18 @@
 //   {"op": "load", "cwd": "/abs"}, {"op": "list"}]}
 // `new` remembers the session id; later steps use it unless they name `session`.
 // `cancel_on` sends session/cancel once `count` updates matched `match` (a deep subset).
+// PLAN.json's "permissions": [{"match": {...}, "choose": "allow_once"|...|"cancelled",
+//   "after": {...}}] answers each session/request_permission by the first rule whose `match`
+// (a deep subset of its params) fits: the offered option of kind `choose`, or the cancelled
+// outcome; with `after`, only once an update matching it has come (answering late). No rule
+// matching: cancelled.
 //
 // Output lines: {"kind": "raw", "params"} for every session/update as it came off the wire,
 // {"kind": "update", "step", "params"} for every one the SDK validated and handed over,
 // {"kind": "result"|"error", "step", "op", ...} per step, {"kind": "sdk_error", "message"}
-// for anything the SDK complained about (an update it rejected), {"kind": "exit", "code"}.
+// for anything the SDK complained about (an update it rejected), {"kind": "permission",
+// "step", "params"} per permission request and {"kind": "permission_answer", "step",
+// "params", "outcome"} as it is answered, {"kind": "exit", "code"}.
 
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -52,11 +59,30 @@ function matches(value, pattern) {
 let step = -1;
 let sessionId = null;
 let cancel = null; // {match, count, seen, sent}
+const seenUpdates = [];
+const updateWaiters = [];
+
+function updateMatching(pattern) {
+  if (seenUpdates.some((update) => matches(update, pattern))) return Promise.resolve();
+  return new Promise((resolve) => updateWaiters.push({ pattern, resolve }));
+}
+
+async function answerPermission(params) {
+  const rule = (plan.permissions ?? []).find((r) => matches(params, r.match ?? {}));
+  if (rule?.after) await updateMatching(rule.after);
+  const option = rule && rule.choose !== "cancelled" ? params.options.find((o) => o.kind === rule.choose) : null;
+  return option ? { outcome: { outcome: "selected", optionId: option.optionId } } : { outcome: { outcome: "cancelled" } };
+}
 
 const app = acp
   .client({ name: "taskwire-test-client" })
   .onNotification(acp.methods.client.session.update, async ({ params, agent }) => {
     print({ kind: "update", step, params });
+    seenUpdates.push(params.update);
+    for (const waiter of updateWaiters.filter((w) => matches(params.update, w.pattern))) {
+      updateWaiters.splice(updateWaiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
     if (cancel && !cancel.sent && matches(params.update, cancel.match) && ++cancel.seen >= (cancel.count ?? 1)) {
       cancel.sent = true;
       print({ kind: "cancel", step, sessionId: params.sessionId });
@@ -65,7 +91,9 @@ const app = acp
   })
   .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
     print({ kind: "permission", step, params });
-    return { outcome: { outcome: "cancelled" } };
+    const answer = await answerPermission(params);
+    print({ kind: "permission_answer", step, params, outcome: answer.outcome });
+    return answer;
   });
 
 async function run(ctx, entry) {

@@ -18,7 +18,10 @@ frames, and ``session/load`` feeds it the stored log. It owns DESIGN.md's ACP pr
 - ACP v1 has no ``cancelled`` status: a call the closing rule made ``cancelled`` is sent
   ``failed``, with ``_meta.taskwire.status: "cancelled"``;
 - when the root's run ends, calls still open are closed by the closing rule
-  (``server/events/closing.py``), each update with its own call's stamp.
+  (``server/events/closing.py``), each update with its own call's stamp;
+- a permission request of the tree, at any depth, is an ``Ask`` (``session/request_permission``,
+  ``server/acp/permissions.py``) when the root's ``pending_permissions`` names it and a
+  ``Settled`` when it leaves that set; its call goes back to ``pending`` while it waits.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from server.acp.call_view import AGENT_TOOL_NAME, acp_kind, native_call, peer_content
+from server.acp.permissions import PermissionDesk
 from server.acp.toolcalls import TERMINAL, text_block
 from server.acp.updates import Output, RunEnded, Update, merge_meta, stamp_meta, text_chunk, wire_status, with_meta
 from server.events.closing import closing_status, closing_text
@@ -89,6 +93,7 @@ class ACPProjection:
         self._prompt: str | None = None
         self._error: tuple[str | None, str | None] | None = None
         self._usage: dict[str, int] = {}
+        self._desk = PermissionDesk(workspace)
         self._handlers: dict[str, Callable[[dict[str, Any], bool], list[Output]]] = {
             "StreamingDeltaEvent": self._delta,
             "MessageEvent": self._message,
@@ -99,6 +104,8 @@ class ACPProjection:
             "SubagentFinishedEvent": self._subagent_finished,
             "AgentErrorEvent": self._agent_error,
             "ConversationStateUpdateEvent": self._state,
+            "PermissionRequestEvent": self._permission_request,
+            "PermissionResolvedEvent": self._permission_resolved,
         }
 
     # -- input ------------------------------------------------------------------------------
@@ -229,7 +236,6 @@ class ACPProjection:
             fields["locations"] = view.locations
         call = _Call(meta, view.content, view.keep_content, ran=True)
         outputs.append(self._start(event, call_id, call, fields))
-        # Issue 18 (permissions): a call waiting for approval stays pending until it is resolved.
         outputs.append(Update(with_meta({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}, meta)))
         return outputs
 
@@ -318,6 +324,8 @@ class ACPProjection:
         if event.get("parent_tool_use_id"):
             return []  # a sub-agent's own status and usage
         key, value = event.get("key"), event.get("value")
+        if key == "pending_permissions":
+            return list(self._desk.pending(value))
         if key == "usage" and isinstance(value, dict):
             return self._usage_update(value)
         if key != "status":
@@ -333,6 +341,21 @@ class ACPProjection:
         for lane in self._lanes.values():
             lane.streamed, lane.broken = "", False  # text cut short by the end is not coming
         return outputs
+
+    def _permission_request(self, event: dict[str, Any], replaying: bool) -> list[Output]:
+        """The call waits for a person: back to ``pending`` (the ask itself comes with the pending set)."""
+        self._desk.request(event)
+        return self._call_status(event.get("tool_call_id"), "pending")
+
+    def _permission_resolved(self, event: dict[str, Any], replaying: bool) -> list[Output]:
+        """Allowed, the call runs; otherwise its result (an error) or the closing rule closes it."""
+        return self._call_status(event.get("tool_call_id"), "in_progress") if event.get("outcome") == "allowed" else []
+
+    def _call_status(self, call_id: Any, status: str) -> list[Output]:
+        call = self._calls.get(call_id) if isinstance(call_id, str) else None
+        if call is None:
+            return []
+        return [Update(with_meta({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status}, call.meta))]
 
     def _usage_update(self, total: dict[str, Any]) -> list[Output]:
         """The root's usage after a model call: ``used`` is that call's context (its prompt,

@@ -29,7 +29,27 @@ class RunEnded:
     code: str | None = None
 
 
-Output = Union[Update, RunEnded]
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """Ask the editor: the params of one ``session/request_permission`` (minus ``sessionId``)."""
+
+    request_id: str
+    tool_call: dict[str, Any]
+    """The ``toolCall`` object (a ``ToolCallUpdate``), in wire form."""
+    options: list[dict[str, Any]]
+    """ACP ``PermissionOption``s in wire form (empty while ``needs_details``)."""
+    needs_details: bool = False
+    """The request event was not in this feed (forwarding off): read its options first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """The request no longer waits: an editor's dialog for it is not needed any more."""
+
+    request_id: str
+
+
+Output = Union[Update, RunEnded, Ask, Settled]
 
 
 def stamp_meta(event: dict[str, Any]) -> dict[str, Any]:

@@ -69,6 +69,12 @@ class AttachedConversations:
     async def interrupt(self, conversation_id: str) -> None:
         await _translated(self.client.interrupt(conversation_id))
 
+    async def permissions(self, conversation_id: str) -> list[dict[str, Any]]:
+        return await self._read(lambda: self.client.permissions(conversation_id))
+
+    async def answer_permission(self, conversation_id: str, request_id: str, body: dict[str, Any]) -> None:
+        await _translated(self.client.answer_permission(conversation_id, request_id, via="acp", **body))
+
     async def tree_usage(self, conversation_id: str) -> Usage:
         total = Usage(**(await self._read(lambda: self.client.get(conversation_id)))["usage"])
         for entry in await self._read(lambda: self.client.subagents(conversation_id)):

@@ -64,6 +64,15 @@ class Conversations(Protocol):
         """Stop the run now; its calls are closed and it ends ``paused``."""
         ...
 
+    async def permissions(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The tree's permission requests still waiting, as ``GET .../permissions`` lists them."""
+        ...
+
+    async def answer_permission(self, conversation_id: str, request_id: str, body: dict[str, Any]) -> None:
+        """Answer a waiting request of the tree with a ``PermissionAnswer`` body, recorded
+        ``answered_by: "acp"``. ``Conflict`` once it has an answer, ``NotFound`` if unknown."""
+        ...
+
     async def tree_usage(self, conversation_id: str) -> Usage:
         """Tokens used so far by the conversation and every sub-agent in its tree."""
         ...

@@ -66,6 +66,12 @@ class EmbeddedConversations:
     async def interrupt(self, conversation_id: str) -> None:
         await self.runtime.interrupt(conversation_id)
 
+    async def permissions(self, conversation_id: str) -> list[dict[str, Any]]:
+        return await self.runtime.permissions(conversation_id)
+
+    async def answer_permission(self, conversation_id: str, request_id: str, body: dict[str, Any]) -> None:
+        await self.runtime.answer_permission(conversation_id, request_id, body, "acp")
+
     async def tree_usage(self, conversation_id: str) -> Usage:
         record = await self.runtime.get(conversation_id)
         total = Usage()

@@ -4,7 +4,8 @@ The feed runs for the session's life (from ``session/new`` or the end of ``sessi
 replay): every event goes through the ``ACPProjection`` and every update it makes is sent as a
 ``session/update`` in order. A prompt turn records the log's end, sends the message, and waits
 for the projection's ``RunEnded`` past that point; the updates of the run all went out before
-it, so the prompt's answer comes last, as ACP wants.
+it, so the prompt's answer comes last, as ACP wants. A permission request of the tree is sent
+to the editor as ``session/request_permission`` meanwhile (``asking.EditorAsks``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from acp.schema import Usage as ACPUsage
 from pydantic import ValidationError
 
 from server.acp.projection import ACPProjection
-from server.acp.updates import RunEnded, Update
+from server.acp.updates import Ask, RunEnded, Settled, Update
+from server.acp_agent.asking import EditorAsks
 from server.acp_agent.base import Conversations
 from server.errors import TaskwireError
 from server.events import Usage
@@ -58,6 +60,7 @@ class AgentSession:
         self.conversations = conversations
         self.client = client
         self.projection = projection
+        self.asks = EditorAsks(session_id, conversations, client)
         self._last_seq = 0
         self._turn: Turn | None = None
         self._feed: asyncio.Task[None] | None = None
@@ -77,6 +80,7 @@ class AgentSession:
     def start(self, after_seq: int) -> None:
         """Follow the conversation live from ``after_seq``."""
         self._last_seq = max(self._last_seq, after_seq)
+        self.asks.release()
         self._feed = asyncio.create_task(self._follow(), name=f"acp feed {self.id}")
 
     async def _follow(self) -> None:
@@ -110,6 +114,8 @@ class AgentSession:
                 for output in self.projection.receive(event, replaying=replaying):
                     if isinstance(output, Update):
                         await self._send(output)
+                    elif isinstance(output, (Ask, Settled)):
+                        self.asks.take(output, replaying=replaying)
                     elif self._turn is not None and output.seq > self._turn.after_seq:
                         self._turn.end(output)
 
@@ -126,6 +132,7 @@ class AgentSession:
         if self._feed is not None:
             self._feed.cancel()
             await asyncio.gather(self._feed, return_exceptions=True)
+        await self.asks.close()
         if self._turn is not None:
             self._turn.fail(RequestError.internal_error({"detail": "the session was closed"}))
 

@@ -130,15 +130,19 @@ class Client:
         decision: str | None = None,
         always: bool = False,
         reason: str | None = None,
+        via: str | None = None,
     ) -> Event:
         """Answer a waiting request with an ``option_id`` it offered, or a ``decision``
         (``allow``/``reject``, ``always`` for its ``*_always`` option); returns the
         ``PermissionResolvedEvent``. ``APIError`` 409 once it has an answer (the first one
-        wins), 404 for an unknown request, 422 for an option it did not offer."""
+        wins), 404 for an unknown request, 422 for an option it did not offer. ``via``: the
+        surface a person answered on, when this client relays one (``acp``, ``agui``): the
+        event's ``answered_by`` (default ``rest``)."""
         body = _present({"option_id": option_id, "decision": decision, "reason": reason})
         if always:
             body["always"] = True
-        return _event(await self._call("POST", _path(conversation_id, "permissions", request_id), json=body))
+        params = {"via": via} if via else None
+        return _event(await self._call("POST", _path(conversation_id, "permissions", request_id), json=body, params=params))
 
     # -- events ---------------------------------------------------------------------------
 

@@ -73,6 +73,11 @@ class Transcript:
         return [line["params"] for line in self.lines if line["kind"] == "update"]
 
     @property
+    def permissions(self) -> list[dict[str, Any]]:
+        """The ``session/request_permission`` params the client received, in order."""
+        return [line["params"] for line in self.lines if line["kind"] == "permission"]
+
+    @property
     def sdk_errors(self) -> list[str]:
         return [line["message"] for line in self.lines if line["kind"] == "sdk_error"]
 
@@ -85,15 +90,17 @@ async def drive(
     command: list[str] = TASKWIRE_ACP,
     on_line: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     timeout: float = RUN_TIMEOUT,
+    permissions: list[dict[str, Any]] | None = None,
 ) -> Transcript:
     """Run the SDK client on ``steps`` against ``command`` (spawned by the client, with ``env``),
-    until the steps are done and the agent exited. ``on_line`` sees each line as it comes."""
+    until the steps are done and the agent exited. ``on_line`` sees each line as it comes.
+    ``permissions``: how the client answers permission requests (rules, see ``drive.mjs``)."""
     node = shutil.which("node")
     need(node is not None, "node is not on PATH")
     need(SDK.is_dir(), "the ACP SDK client is not installed (make acp-client)")
     assert node is not None
     plan = folder / f"plan-{len(list(folder.glob('plan-*.json')))}.json"
-    plan.write_text(json.dumps({"steps": steps}))
+    plan.write_text(json.dumps({"steps": steps, "permissions": permissions or []}))
     process = await asyncio.create_subprocess_exec(
         node, str(DRIVER), str(plan), "--", *command,
         cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,

@@ -28,13 +28,21 @@ async def list_permissions(
 
 @router.post("/{conversation_id}/permissions/{request_id}")
 async def answer_permission(
-    conversation_id: str, request_id: str, body: PermissionAnswer, request: Request
+    conversation_id: str,
+    request_id: str,
+    body: PermissionAnswer,
+    request: Request,
+    via: Literal["acp", "agui"] | None = Query(
+        default=None, description="A relay's surface the person answered on (taskwire acp --url): answered_by."
+    ),
 ) -> dict[str, Any]:
     """Answer a waiting request: ``{"option_id": ...}`` or ``{"decision": "allow"|"reject",
     "always": false}``, with an optional ``reason``. Returns the stored
     ``PermissionResolvedEvent``. The first answer wins: 409 once the request has one (or ended:
-    cancelled, timed out), 404 for an unknown request, 422 for an option it did not offer."""
+    cancelled, timed out), 404 for an unknown request, 422 for an option it did not offer.
+    ``via`` names the surface a relaying client took the answer from (``answered_by``;
+    default ``rest``)."""
     runtime: Runtime = request.app.state.runtime
     return await runtime.answer_permission(
-        conversation_id, request_id, body.model_dump(exclude_none=True), "rest"
+        conversation_id, request_id, body.model_dump(exclude_none=True), via or "rest"
     )

@@ -1,0 +1,106 @@
+"""The editor asked, one ``session/request_permission`` per waiting request of the tree.
+
+Each ``Ask`` the projection hands out becomes a task that sends the request to the editor and
+answers the taskwire request with what the editor chose (``answered_by: "acp"``). A
+``Settled`` (the request was answered elsewhere first, timed out or was cancelled) cancels that
+task: ACP has no way to withdraw a request sent to the client, so the editor's dialog stays
+until it answers or the call's next ``tool_call_update`` moves it on, and its late answer finds
+no pending request and is dropped. During ``session/load``'s replay asks are held, and only those
+still waiting when the replay ends are sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from acp import RequestError
+from acp.interfaces import Client
+from acp.schema import PermissionOption, ToolCallUpdate
+
+from server.acp.permissions import answer_body, with_details
+from server.acp.updates import Ask, Settled
+from server.acp_agent.base import Conversations
+from server.errors import Conflict, NotFound, TaskwireError
+
+log = logging.getLogger(__name__)
+
+
+class EditorAsks:
+    """The permission requests of one ACP session that the editor is asked about."""
+
+    def __init__(self, session_id: str, conversations: Conversations, client: Client) -> None:
+        self.session_id = session_id
+        self.conversations = conversations
+        self.client = client
+        self._asking: dict[str, asyncio.Task[None]] = {}
+        self._held: dict[str, Ask] = {}
+
+    def take(self, output: Ask | Settled, *, replaying: bool = False) -> None:
+        """An ask to send (held while ``replaying``), or a request that no longer waits."""
+        if isinstance(output, Settled):
+            self._held.pop(output.request_id, None)
+            task = self._asking.pop(output.request_id, None)
+            if task is not None:
+                task.cancel()
+        elif replaying:
+            self._held[output.request_id] = output
+        elif output.request_id not in self._asking:
+            task = asyncio.create_task(self._ask(output), name=f"acp ask {output.request_id}")
+            self._asking[output.request_id] = task
+            task.add_done_callback(lambda done, rid=output.request_id: self._forget(rid, done))
+
+    def release(self) -> None:
+        """The replay is over: ask about what still waits."""
+        held, self._held = self._held, {}
+        for ask in held.values():
+            self.take(ask)
+
+    async def close(self) -> None:
+        """Stop asking (the requests go on waiting for another answer)."""
+        tasks = list(self._asking.values())
+        self._asking.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _forget(self, request_id: str, task: asyncio.Task[None]) -> None:
+        if self._asking.get(request_id) is task:
+            del self._asking[request_id]
+
+    async def _ask(self, ask: Ask) -> None:
+        try:
+            if ask.needs_details:
+                found = await self._details(ask)
+                if found is None:
+                    return
+                ask = found
+            response = await self.client.request_permission(
+                session_id=self.session_id,
+                tool_call=ToolCallUpdate.model_validate(ask.tool_call),
+                options=[PermissionOption.model_validate(option) for option in ask.options],
+                taskwire={"requestId": ask.request_id},
+            )
+            body = answer_body(response.outcome.model_dump(by_alias=True), ask.options)
+            if body is None:
+                log.warning("session %s: the editor cancelled request %s, which offers no reject option; it waits on",
+                            self.session_id, ask.request_id)
+                return
+            await self.conversations.answer_permission(self.session_id, ask.request_id, body)
+        except (Conflict, NotFound):
+            log.info("session %s: request %s was answered elsewhere first", self.session_id, ask.request_id)
+        except TaskwireError as exc:  # an option it did not offer, taskwire away: the request waits on
+            log.warning("session %s: the editor's answer to %s was refused: %s", self.session_id, ask.request_id,
+                        exc.detail)
+        except RequestError as exc:
+            log.warning("session %s: the editor failed request %s: %s", self.session_id, ask.request_id, exc)
+        except ConnectionError:
+            log.info("session %s: the editor is gone; request %s waits on", self.session_id, ask.request_id)
+
+    async def _details(self, ask: Ask) -> Ask | None:
+        """The request's options, read from taskwire (its event was not in the feed)."""
+        listed = await self.conversations.permissions(self.session_id)
+        request = next((r for r in listed if r.get("request_id") == ask.request_id), None)
+        if request is None:
+            return None  # answered meanwhile
+        return with_details(ask, request)
