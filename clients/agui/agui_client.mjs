@@ -6,10 +6,16 @@
 //
 // plan: {"base": "http://127.0.0.1:N", "headers": {...}, "steps": [
 //          {"op": "run", "threadId", "runId", "message", "forwardedProps"?},
+//          {"op": "run", "threadId", "runId", "answer": [{"match", "status", "payload"?}]},
 //          {"op": "connect", "threadId", "lastEventId"?, "query"?},
 //          {"op": "validate", "events": [event]}]}      (schemas only: events made elsewhere)
 // out:  {"steps": [{"op", "threadId", "frames": [{"id", "event"}], "received": [event],
-//                   "result", "newMessages", "lastSeq", "error", "schemaErrors", "warnings"}]}
+//                   "result", "newMessages", "lastSeq", "error", "schemaErrors", "warnings",
+//                   "pendingInterrupts", "resume"}]}
+// A thread's "run" steps share one HttpAgent (its messages, its pending interrupts). With
+// "answer", the run resumes: each of the agent's pending interrupts gets the entry of the first
+// rule whose "match" (a deep subset of the interrupt) fits it; one no rule fits is left out, and
+// the client's own coverage check refuses the run.
 
 import { HttpAgent, runHttpRequest, transformHttpEventStream } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
@@ -61,6 +67,23 @@ async function readFrames(body, frames) {
   if (buffer.trim()) take(buffer);
 }
 
+const agents = new Map();
+
+function matches(value, pattern) {
+  if (pattern === null || typeof pattern !== "object") return value === pattern;
+  if (value === null || typeof value !== "object") return false;
+  return Object.entries(pattern).every(([key, expected]) => matches(value[key], expected));
+}
+
+function resumeFor(agent, rules) {
+  const resume = [];
+  for (const interrupt of agent.pendingInterrupts) {
+    const rule = rules.find((r) => matches(interrupt, r.match ?? {}));
+    if (rule) resume.push({ interruptId: interrupt.id, status: rule.status ?? "resolved", ...(rule.payload !== undefined ? { payload: rule.payload } : {}) });
+  }
+  return resume;
+}
+
 /** HttpAgent has no connect of its own in 1.0.0: this is the documented override point. */
 class FollowingAgent extends HttpAgent {
   constructor(config) {
@@ -92,12 +115,21 @@ async function runStep(plan, step) {
   try {
     let outcome;
     if (step.op === "run") {
-      const agent = new HttpAgent({
-        url: `${plan.base}/agui`, headers: plan.headers, threadId: step.threadId, fetch,
-        initialMessages: [{ id: `user-${step.runId}`, role: "user", content: step.message }],
-      });
-      outcome = await agent.runAgent({ runId: step.runId, forwardedProps: step.forwardedProps ?? {} }, subscriber);
-      out.messages = agent.messages;
+      let agent = agents.get(step.threadId);
+      if (!agent) {
+        agent = new HttpAgent({ url: `${plan.base}/agui`, headers: plan.headers, threadId: step.threadId });
+        agents.set(step.threadId, agent);
+      }
+      agent.fetch = fetch;
+      if (step.message != null) agent.addMessage({ id: `user-${step.runId}`, role: "user", content: step.message });
+      const input = { runId: step.runId, forwardedProps: step.forwardedProps ?? {} };
+      if (step.answer) out.resume = input.resume = resumeFor(agent, step.answer);
+      try {
+        outcome = await agent.runAgent(input, subscriber);
+      } finally {
+        out.messages = agent.messages;
+        out.pendingInterrupts = agent.pendingInterrupts;
+      }
     } else {
       const query = step.query ? `?${step.query}` : "";
       const agent = new FollowingAgent({

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
+from server.agui.interrupts import answer_of
 from server.errors import BadRequest, InvalidBody
 from server.specs import AgentSpec
 
@@ -49,9 +50,11 @@ class InputMessage(_Input):
 class ResumeEntry(_Input):
     """An answer to one interrupt of the previous run."""
 
-    interrupt_id: str
+    interrupt_id: str = Field(min_length=1, max_length=200)
+    """The interrupt's ``id``: a taskwire permission ``request_id``."""
     status: Literal["resolved", "cancelled"]
     payload: Any = None
+    """The answer: the chosen option (``interrupts.answer_of`` says which forms)."""
 
 
 class RunAgentInput(_Input):
@@ -88,10 +91,17 @@ class RunAgentInput(_Input):
                 f"protocolVersion {version!r} is not served here; this server speaks AG-UI 1.x",
                 code="unsupported_protocol_version",
             )
-        if run_input.resume:
-            ids = ", ".join(repr(entry.interrupt_id) for entry in run_input.resume)
-            raise BadRequest(f"resume names interrupts this thread never raised: {ids}", code="unknown_interrupt")
         return run_input
+
+    def resume_answers(self) -> list[tuple[str, dict[str, Any]]]:
+        """``resume`` as ``(request_id, PermissionAnswer body)`` pairs, in order. ``InvalidBody``
+        (422, ``invalid_resume``) for an entry answered twice or a payload that is no answer."""
+        answers: dict[str, dict[str, Any]] = {}
+        for entry in self.resume or []:
+            if entry.interrupt_id in answers:
+                raise InvalidBody(f"resume answers interrupt {entry.interrupt_id!r} twice", code="invalid_resume")
+            answers[entry.interrupt_id] = answer_of(entry.status, entry.payload)
+        return list(answers.items())
 
     def newest_user_text(self) -> str:
         """The text of the last user message: what this run sends to the conversation."""

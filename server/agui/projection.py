@@ -10,7 +10,9 @@ sub-agents, usage. The table in ``docs/agui.md`` is the mapping, kind by kind.
   leaving ``running`` ends it: ``finished`` (and ``idle``) -> ``RUN_FINISHED``,
   ``paused`` (paused or interrupted) -> ``RUN_FINISHED`` with outcome ``cancelled``,
   ``error`` -> ``RUN_ERROR``. Before a run ends, whatever it left open is closed, since AG-UI
-  requires it. (An interrupt outcome, once taskwire asks for permissions, is one more end.)
+  requires it. A tree that starts waiting for a person (the root's ``pending_permissions``
+  names a request) ends the run too: ``RUN_FINISHED`` with the interrupt outcome
+  (``server/agui/interrupts.py``), while the taskwire run beneath goes on.
 - Ids. An SSE event's ``id`` is the ``seq`` the stream is complete through: the events made
   from one record carry the previous record's ``seq``, and the last of them the record's own
   (also in its ``metadata.taskwire.seq``, since AG-UI client libraries drop SSE ids). A client
@@ -27,6 +29,7 @@ import json
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping
 
+from server.agui.interrupts import interrupt
 from server.agui.lanes import Events, Lane, tool_result
 from server.agui.peer_calls import PeerCalls
 from server.agui.subagents import SubagentInfo, SubagentTracker
@@ -50,6 +53,7 @@ class AguiProjection:
         root_usage: Mapping[str, int] | None = None,
         run_id: str | None = None,
         sent_message: str | None = None,
+        answering: Iterable[str] = (),
     ) -> None:
         """
         ``after_seq``: the stream starts after this ``seq`` (the first ids carry it).
@@ -62,6 +66,8 @@ class AguiProjection:
         of the event that opened them).
         ``sent_message``: the user message this stream's run sent (``POST /agui``): it is not
         echoed back (the client has it), and the run ends only after it.
+        ``answering``: request ids this stream's run answers (its input's ``resume``): never
+        raised as interrupts again.
         """
         self.thread_id = thread_id
         self._cursor = after_seq
@@ -71,6 +77,9 @@ class AguiProjection:
         self._sent_message = sent_message
         self._lanes: dict[str | None, Lane] = {}
         self._peer_calls = PeerCalls()
+        self._answering = frozenset(answering)
+        self._requests: dict[str, dict[str, Any]] = {}
+        """Permission requests seen and not resolved, by ``request_id``: what an interrupt offers."""
         # The current run.
         self._run_id: str | None = None
         self._run_base: dict[str, int] | None = None
@@ -89,6 +98,8 @@ class AguiProjection:
             "SubagentStartedEvent": self._subagent_started,
             "SubagentFinishedEvent": self._subagent_finished,
             "ACPToolCallEvent": self._acp_tool_call,
+            "PermissionRequestEvent": self._permission,
+            "PermissionResolvedEvent": self._permission,
         }
 
     # -- what the endpoint reads and feeds ---------------------------------------------------
@@ -155,13 +166,22 @@ class AguiProjection:
         self._result = self._error = None
         out.append({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": run_id})
 
-    def _end_run(self, status: str, out: Events) -> None:
+    def _end_run(self, status: str, out: Events, interrupts: list[dict[str, Any]] | None = None) -> None:
         for lane in self._lanes.values():
             lane.close(out)
         self._peer_calls.close_run(out)
-        self._subagents.close_run(out)
+        suspended: dict[str, list[str]] | None = None
+        if interrupts is not None:
+            suspended = {}
+            for raised in interrupts:
+                if raised.get("subagentRunId"):
+                    suspended.setdefault(raised["subagentRunId"], []).append(raised["id"])
+        self._subagents.close_run(out, suspended)
         usage = self._run_usage()
-        if status == "error":
+        if interrupts is not None:
+            end: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self._run_id,
+                                   "outcome": {"type": "interrupt", "interrupts": interrupts}}
+        elif status == "error":
             message, code = self._error or ("the run failed", None)
             end: dict[str, Any] = {"type": "RUN_ERROR", "message": message}
             if code:
@@ -286,6 +306,8 @@ class AguiProjection:
             else:
                 self._run_subagent_usage[subagent_id] = value
         out.append({"type": "CUSTOM", "name": f"taskwire.{key}", "value": value, **lane.tag})
+        if key == "pending_permissions" and subagent_id is None:
+            self._interrupt(value, out)
         if key != "status" or subagent_id is not None:
             return
         if value == "running" and self._root_usage is not None:
@@ -309,6 +331,23 @@ class AguiProjection:
 
     def _acp_tool_call(self, event: dict[str, Any], out: Events) -> None:
         self._peer_calls.receive(event, self._lane(event, out), out)
+
+    def _permission(self, event: dict[str, Any], out: Events) -> None:
+        """A request or its answer: passed on as ``RAW``; the interrupt comes with the pending set."""
+        if event.get("kind") == "PermissionRequestEvent":
+            self._requests[event.get("request_id", "")] = event
+        else:
+            self._requests.pop(event.get("request_id", ""), None)
+        self._other(event, out)
+
+    def _interrupt(self, pending: Any, out: Events) -> None:
+        """The tree's waiting set changed: a request this run does not answer ends the run."""
+        if self._run_id is None or self._sent_message is not None or not isinstance(pending, list):
+            return
+        waiting = [e for e in pending if isinstance(e, dict) and isinstance(e.get("request_id"), str)
+                   and e["request_id"] not in self._answering]
+        if waiting:
+            self._end_run("interrupt", out, [interrupt(e, self._requests.get(e["request_id"])) for e in waiting])
 
     def _other(self, event: dict[str, Any], out: Events) -> None:
         """A kind this projection does not know (a newer server's): passed on untranslated."""

@@ -137,13 +137,21 @@ class SubagentTracker:
         self._ended.add(subagent_id)
         out.append(finished_event(subagent_id, status, result, extra))
 
-    def close_run(self, out: Events) -> None:
+    def close_run(self, out: Events, suspended: Mapping[str, list[str]] | None = None) -> None:
         """The run ends: end the sub-agents still open, deepest first, with what is known of
-        them (a stream may end a run before a sub-agent's own end reached it)."""
+        them (a stream may end a run before a sub-agent's own end reached it). ``suspended``:
+        the run ends on an interrupt, by sub-agent the interrupts it raised; one still working
+        ends this run's segment ``suspended`` (it goes on, and a later run restates it)."""
         for subagent_id in reversed(list(self._open)):
             info = self._known.get(subagent_id)
             status = info.status if info is not None and info.status not in (None, "running") else None
-            if status is None:
+            if status is None and suspended is not None:
+                outcome: dict[str, Any] = {"type": "suspended"}
+                if suspended.get(subagent_id):
+                    outcome["interruptIds"] = list(suspended[subagent_id])
+                out.append({"type": "SUBAGENT_FINISHED", "subagentRunId": subagent_id, "outcome": outcome,
+                            "metadata": {"taskwire": {"status": "running"}}})
+            elif status is None:
                 out.append(finished_event(subagent_id, "unfinished", "the run ended before this sub-agent reported its end"))
             else:
                 out.append(finished_event(subagent_id, status, "", {"restated": True}))

@@ -3,19 +3,20 @@
 A thread is a root conversation: ``threadId`` is its id. The events are a projection of the
 stored log (``server/agui/``), so a follower and a runner of the same thread see the same
 events, and a client that reconnects with ``Last-Event-ID`` misses nothing. docs/agui.md
-documents both routes and the mapping.
+documents both routes and the mapping. A run whose tree waits for a person ends with the
+interrupt outcome; the next ``POST /agui`` answers with ``resume`` (``answered_by: "agui"``).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
 from server.agui import RunAgentInput, parse_last_event_id
 from server.api.auth import require_api_key, require_api_key_or_query
 from server.api.sse import AguiStream, EventStreamResponse
-from server.errors import BadRequest, Conflict, ConversationNotFound
+from server.errors import BadRequest, Conflict, ConversationNotFound, NotFound
 from server.runtime import Runtime
 from server.specs import NativeAgentSpec
 from server.store import ConversationRecord
@@ -27,16 +28,27 @@ router = APIRouter(tags=["agui"])
 async def run_agent(request: Request) -> AguiStream:
     """Take a ``RunAgentInput``: send its newest user message to the thread (creating the
     conversation if the thread is new) and stream the run it starts, ``RUN_STARTED`` to
-    ``RUN_FINISHED`` / ``RUN_ERROR``. Closing the stream does not stop the run."""
+    ``RUN_FINISHED`` / ``RUN_ERROR``. Closing the stream does not stop the run. With
+    ``resume``, answer the thread's waiting permission requests instead (no message is sent)
+    and stream the run that goes on; without it, a thread that waits is a 409."""
     run_input = RunAgentInput.parse(await request.body())
-    message = run_input.newest_user_text()
-    conversation = await thread_of(request.app.state.runtime, run_input)
+    runtime: Runtime = request.app.state.runtime
+    answers: list[tuple[str, dict[str, Any]]] = []
+    message: str | None = None
+    if run_input.resume:
+        answers = run_input.resume_answers()
+        conversation = await resumed_thread(runtime, run_input, [request_id for request_id, _ in answers])
+    else:
+        message = run_input.newest_user_text()
+        conversation = await thread_of(runtime, run_input)
+        await refuse_while_waiting(runtime, conversation)
     return AguiStream(
         request.app.state,
         conversation,
         after_seq=None,
         run=(run_input.run_id, run_input.parent_run_id),
         message=message,
+        answers=answers,
     )
 
 
@@ -87,3 +99,32 @@ async def thread_of(runtime: Runtime, run_input: RunAgentInput) -> ConversationR
             code="subagent_conversation",
         )
     return record
+
+
+async def resumed_thread(runtime: Runtime, run_input: RunAgentInput, request_ids: list[str]) -> ConversationRecord:
+    """The thread a ``resume`` continues, once each entry names a request of its tree that still
+    waits: 404 ``unknown_interrupt`` for one it never raised, 409 ``interrupt_resolved`` for one
+    already answered (or ended: cancelled, timed out)."""
+    record = await runtime.get(run_input.thread_id)
+    if not record.is_root:
+        raise BadRequest(f"threadId {run_input.thread_id!r} is a sub-agent; run its thread {record.root_id!r}",
+                         code="subagent_conversation")
+    requests = {entry["request_id"]: entry for entry in await runtime.permissions(record.id, "all")}
+    for request_id in request_ids:
+        entry = requests.get(request_id)
+        if entry is None:
+            raise NotFound(f"resume names interrupt {request_id!r}, which this thread never raised", code="unknown_interrupt")
+        if entry["status"] != "pending":
+            raise Conflict(f"interrupt {request_id!r} was already answered ({entry['status']}); nothing waits on it",
+                           code="interrupt_resolved")
+    return record
+
+
+async def refuse_while_waiting(runtime: Runtime, conversation: ConversationRecord) -> None:
+    """A new message while the thread waits for a person would leave its interrupts unanswered
+    (AG-UI's coverage rule): 409 ``interrupts_pending``, naming them."""
+    waiting = await runtime.permissions(conversation.id)
+    if waiting:
+        ids = ", ".join(entry["request_id"] for entry in waiting)
+        raise Conflict(f"the thread waits on {len(waiting)} interrupt(s): {ids}; answer them with resume first",
+                       code="interrupts_pending")

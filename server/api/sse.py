@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 from starlette.datastructures import State
 from starlette.responses import Response
@@ -56,8 +56,9 @@ class AguiStream(Response):
     """The response of an AG-UI route: a stream of one conversation tree.
 
     ``after_seq``: resume after it (``None``: from the log's end as the stream opens).
-    ``run``: ``(runId, parentRunId)`` of the run this request starts with ``message``; the
-    stream ends when that run does. Without it the stream follows the thread: every run,
+    ``run``: ``(runId, parentRunId)`` of the run this request starts with ``message`` (or with
+    ``answers``, ``(request_id, PermissionAnswer body)`` pairs of a ``resume``); the stream
+    ends when that run does. Without it the stream follows the thread: every run,
     until the client leaves (``until_idle``: until no run is going), the first run opened
     named ``first_run_id`` if given.
     """
@@ -72,8 +73,10 @@ class AguiStream(Response):
         message: str | None = None,
         first_run_id: str | None = None,
         until_idle: bool = False,
+        answers: Sequence[tuple[str, dict[str, Any]]] = (),
     ) -> None:
         super().__init__(media_type=MEDIA_TYPE)
+        self.answers = answers
         self.state = state
         self.conversation = conversation
         self.after_seq = after_seq
@@ -105,6 +108,8 @@ class AguiStream(Response):
             root_usage = await usage_at(store, tree[0], after, log_end)
             if self.message is not None:
                 await state.runtime.send_message(self.conversation.id, self.message)
+            for request_id, answer in self.answers:  # after subscribing: the run they free is streamed
+                await state.runtime.answer_permission(self.conversation.id, request_id, answer, "agui")
             subagents = [r for r in tree if not r.is_root]
             stream = EventStream(
                 root_id,
@@ -121,6 +126,7 @@ class AguiStream(Response):
                 root_usage=root_usage,
                 run_id=self.first_run_id,
                 sent_message=self.message,
+                answering=[request_id for request_id, _ in self.answers],
             )
             await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
             writer = _Writer(send, settings.ws_send_timeout)

@@ -62,7 +62,6 @@ def test_a_bad_agent_is_a_422_that_points_at_it() -> None:
 @pytest.mark.parametrize(
     ("raw", "code"),
     [
-        (body(resume=[{"interruptId": "i1", "status": "resolved"}]), "unknown_interrupt"),
         (body(protocolVersion="2.0"), "unsupported_protocol_version"),
     ],
 )
@@ -85,3 +84,35 @@ def test_a_run_needs_a_user_message_with_text(messages: list[dict[str, Any]], co
     with pytest.raises(BadRequest) as caught:
         run_input.newest_user_text()
     assert caught.value.code == code
+
+
+def test_resume_entries_are_permission_answers() -> None:
+    entries = [
+        {"interruptId": "r1", "status": "resolved", "payload": {"optionId": "allow_once"}},
+        {"interruptId": "r2", "status": "resolved", "payload": {"decision": "reject", "reason": "no"}},
+        {"interruptId": "r3", "status": "resolved", "payload": "allow_always"},
+        {"interruptId": "r4", "status": "cancelled"},
+    ]
+    assert RunAgentInput.parse(body(resume=entries)).resume_answers() == [
+        ("r1", {"option_id": "allow_once", "always": False}),
+        ("r2", {"decision": "reject", "always": False, "reason": "no"}),
+        ("r3", {"option_id": "allow_always", "always": False}),
+        ("r4", {"decision": "reject", "always": False, "reason": "the AG-UI client abandoned the interrupt"}),
+    ]
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [{"interruptId": "r1", "status": "resolved"}],
+        [{"interruptId": "r1", "status": "resolved", "payload": 3}],
+        [{"interruptId": "r1", "status": "resolved", "payload": {"decision": "maybe"}}],
+        [{"interruptId": "r1", "status": "resolved", "payload": {"optionId": "a", "decision": "allow"}}],
+        [{"interruptId": "r1", "status": "cancelled"}, {"interruptId": "r1", "status": "cancelled"}],
+    ],
+)
+def test_a_resume_that_answers_nothing_clearly_is_a_422(entries: list[dict[str, Any]]) -> None:
+    run_input = RunAgentInput.parse(body(resume=entries))
+    with pytest.raises(InvalidBody) as caught:
+        run_input.resume_answers()
+    assert caught.value.code == "invalid_resume"

@@ -60,7 +60,9 @@ async def test_bad_input_is_a_clear_4xx_and_sends_nothing(keyed: RunningServer) 
     no_user = {"threadId": thread, "runId": "r", "messages": [{"id": "a", "role": "assistant", "content": "x"}]}
     assert_error(await client.post("/agui", json=no_user), 400, "no_user_message")
     resume = run_input(thread, "r", "hi", resume=[{"interruptId": "i-1", "status": "resolved"}])
-    assert_error(await client.post("/agui", json=resume), 400, "unknown_interrupt")
+    assert_error(await client.post("/agui", json=resume), 422, "invalid_resume")
+    resume = run_input(thread, "r", "hi", resume=[{"interruptId": "i-1", "status": "cancelled"}])
+    assert_error(await client.post("/agui", json=resume), 404, "conversation_not_found")
     assert_error(await client.get(f"/agui/{thread}"), 404, "conversation_not_found")
     assert (await client.get("/api/conversations/count")).json() == 0  # nothing was created
 
