@@ -6,14 +6,14 @@
 //
 // PLAN.json: {"steps": [{"op": "initialize"}, {"op": "new", "cwd": "/abs", "meta": {...}},
 //   {"op": "prompt", "text": "...", "cancel_on": {"match": {...}, "count": 1}},
-//   {"op": "load", "cwd": "/abs"}, {"op": "list"}]}
+//   {"op": "load", "cwd": "/abs"}, {"op": "list"}, {"op": "answered", "count": N}]}
 // `new` remembers the session id; later steps use it unless they name `session`.
 // `cancel_on` sends session/cancel once `count` updates matched `match` (a deep subset).
 // PLAN.json's "permissions": [{"match": {...}, "choose": "allow_once"|...|"cancelled",
 //   "after": {...}}] answers each session/request_permission by the first rule whose `match`
 // (a deep subset of its params) fits: the offered option of kind `choose`, or the cancelled
 // outcome; with `after`, only once an update matching it has come (answering late). No rule
-// matching: cancelled.
+// matching: cancelled. The "answered" step waits until N permission requests were answered.
 //
 // Output lines: {"kind": "raw", "params"} for every session/update as it came off the wire,
 // {"kind": "update", "step", "params"} for every one the SDK validated and handed over,
@@ -60,6 +60,8 @@ let step = -1;
 let sessionId = null;
 let cancel = null; // {match, count, seen, sent}
 const seenUpdates = [];
+let answers = 0;
+const answerWaiters = [];
 const updateWaiters = [];
 
 function updateMatching(pattern) {
@@ -93,6 +95,11 @@ const app = acp
     print({ kind: "permission", step, params });
     const answer = await answerPermission(params);
     print({ kind: "permission_answer", step, params, outcome: answer.outcome });
+    answers += 1;
+    for (const waiter of answerWaiters.filter((w) => answers >= w.count)) {
+      answerWaiters.splice(answerWaiters.indexOf(waiter), 1);
+      waiter.resolve({ answered: answers });
+    }
     return answer;
   });
 
@@ -119,6 +126,9 @@ async function run(ctx, entry) {
       return ctx.request(acp.methods.agent.session.load, { sessionId: session, cwd: entry.cwd, mcpServers: [] });
     case "list":
       return ctx.request(acp.methods.agent.session.list, entry.cwd ? { cwd: entry.cwd } : {});
+    case "answered":
+      if (answers >= entry.count) return { answered: answers };
+      return new Promise((resolve) => answerWaiters.push({ count: entry.count, resolve }));
     default:
       throw new Error(`unknown op ${entry.op}`);
   }

@@ -12,9 +12,9 @@ from typing import Any
 from server.llm.mock_server import create_mock_app
 from tests.acp_agent.helpers import TASKWIRE_ACP, Transcript, by_call, drive, embedded_env, final_status
 from tests.acp_agent.helpers import stamp as stamp_of
-from tests.permissions.helpers import finish, lane, task, terminal
+from tests.permissions.helpers import finish, lane, task, terminal, wait_pending
 from tests.permissions.test_tree import model_requests, tool_results
-from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server
+from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server, wait_for_status
 
 PROMPT = "Go."
 NEW, PROMPTED = 1, 2
@@ -155,3 +155,24 @@ async def test_forwarding_off_the_editor_is_still_asked_with_each_stamp(tmp_path
     a_call, b_call = (asks[c]["toolCall"]["toolCallId"] for c in ("echo from-a", "echo from-b"))
     assert "from-a" in tool_results(model_requests(log, "sub-a", 1)[0])[a_call]
     assert "rejected" in tool_results(model_requests(log, "sub-b", 1)[0])[b_call]
+
+
+async def test_a_loaded_session_asks_about_what_still_waits(tmp_path: Path, forwarding_server: RunningServer) -> None:
+    server = forwarding_server
+    log = tmp_path / "model.jsonl"
+    async with serve_app(create_mock_app(SCRIPT, log_path=log)) as mock_url:
+        created = await server.client.post("/api/conversations", json={"agent": asking_agent(mock_url), "initial_message": PROMPT})
+        assert created.status_code in (200, 201), created.text
+        cid = created.json()["id"]
+        waiting = await wait_pending(server, cid, 2)
+        load = [{"op": "initialize"}, {"op": "load", "session": cid, "cwd": str(tmp_path / "project")},
+                {"op": "answered", "count": 2}]
+        transcript = await drive(load, env=embedded_env(tmp_path, tmp_path / "x"), folder=tmp_path,
+                                 command=[*TASKWIRE_ACP, "--url", server.url], permissions=ALLOW_A_REJECT_B)
+        transcript.result(2)
+        await wait_for_status(server.client, cid, {"finished"})
+    # Asked once each, after the replay, about the two requests that waited when it loaded.
+    assert sorted(a["_meta"]["taskwire"]["requestId"] for a in transcript.permissions) == sorted(w["request_id"] for w in waiting)
+    requests = await answered(server, cid)
+    assert {(c, r["status"], r["resolution"]["answered_by"]) for c, r in requests.items()} == {
+        ("echo from-a", "allowed", "acp"), ("echo from-b", "rejected", "acp")}
