@@ -127,3 +127,27 @@ async def test_invalid_resumes_are_clear_4xx(tmp_path: Path) -> None:
         await wait_pending(server, thread, 1)
         async with httpx.AsyncClient(base_url=server.url, timeout=30) as other:
             assert (await other.get(f"/api/conversations/{thread}")).json()["status"] == "running"
+
+
+async def test_forwarding_off_the_subagents_request_still_interrupts_and_resumes(tmp_path: Path) -> None:
+    thread = str(uuid.uuid4())
+    async with serve_app(create_mock_app(SCRIPT)) as mock_url, \
+            taskwire_server(isolated_settings(tmp_path, forward_subagent_events=False)) as server:
+        props = {"taskwire": {"agent": asking_agent(mock_url)}}
+        first, allowed, rejected = await run_client(
+            server,
+            {"op": "run", "threadId": thread, "runId": "run-1", "message": "Go.", "forwardedProps": props},
+            {"op": "run", "threadId": thread, "runId": "run-2", "answer": [ALLOW_FROM_A]},
+            {"op": "run", "threadId": thread, "runId": "run-3", "answer": [REJECT_SECOND]},
+        )
+        [sub] = (await server.client.get(f"/api/conversations/{thread}/subagents")).json()
+    for step in (first, allowed, rejected):
+        assert_accepted(step)
+    # Nothing of the sub-agent is in the stream, but the root's waiting set names who asks.
+    assert not [e for e in events(first) if e.get("subagentRunId")]
+    [raised] = interrupted(first)
+    assert raised["subagentRunId"] == sub["subagent_id"] and raised["toolCallId"]
+    assert raised["metadata"]["taskwire"]["parentToolUseId"] == sub["parent_tool_use_id"]
+    [second] = interrupted(allowed)
+    assert second["id"] != raised["id"]
+    assert events(rejected)[-1]["outcome"] == {"type": "success"} and rejected["result"] == "all done"
