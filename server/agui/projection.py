@@ -130,6 +130,20 @@ class AguiProjection:
         self._handlers.get(event.get("kind", ""), self._other)(event, out)
         return self._number(out, event.get("seq"), event.get("timestamp"))
 
+    def end_at_once(self, waiting: list[dict[str, Any]]) -> list[Frame]:
+        """End the open run now: a resume that answered nothing (it only abandoned interrupts
+        that had ended) changes nothing a record would report. With requests still ``waiting``
+        (as ``GET .../permissions`` lists them) it ends with the interrupt outcome, else as a
+        success."""
+        if self._run_id is None:
+            return []
+        out: Events = []
+        if waiting:
+            self._end_run("interrupt", out, [interrupt(request, request) for request in waiting])
+        else:
+            self._end_run("finished", out)
+        return [(self._cursor, event) for event in out]
+
     def stream_closed(self, code: str, reason: str) -> list[Frame]:
         """The stream ends early (the client fell a queue behind): say so and where to resume."""
         if self._run_id is None:

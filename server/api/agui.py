@@ -36,8 +36,8 @@ async def run_agent(request: Request) -> AguiStream:
     answers: list[tuple[str, dict[str, Any]]] = []
     message: str | None = None
     if run_input.resume:
-        answers = run_input.resume_answers()
-        conversation = await resumed_thread(runtime, run_input, [request_id for request_id, _ in answers])
+        conversation, waiting = await resumed_thread(runtime, run_input)
+        answers = [(request_id, answer) for request_id, answer in run_input.resume_answers() if request_id in waiting]
     else:
         message = run_input.newest_user_text()
         conversation = await thread_of(runtime, run_input)
@@ -101,23 +101,30 @@ async def thread_of(runtime: Runtime, run_input: RunAgentInput) -> ConversationR
     return record
 
 
-async def resumed_thread(runtime: Runtime, run_input: RunAgentInput, request_ids: list[str]) -> ConversationRecord:
-    """The thread a ``resume`` continues, once each entry names a request of its tree that still
-    waits: 404 ``unknown_interrupt`` for one it never raised, 409 ``interrupt_resolved`` for one
-    already answered (or ended: cancelled, timed out)."""
+async def resumed_thread(runtime: Runtime, run_input: RunAgentInput) -> tuple[ConversationRecord, set[str]]:
+    """The thread a ``resume`` continues, and the request ids of its entries that still wait,
+    once each entry names a request of its tree: 404 ``unknown_interrupt`` for one it never
+    raised, 409 ``interrupt_resolved`` for an answer to one already answered or ended (timed
+    out, cancelled). Abandoning (``cancelled``) one that ended is no error: it is how a
+    consumer moves past an interrupt that expired."""
+    run_input.resume_answers()  # a malformed entry is a 422 before anything is read
     record = await runtime.get(run_input.thread_id)
     if not record.is_root:
         raise BadRequest(f"threadId {run_input.thread_id!r} is a sub-agent; run its thread {record.root_id!r}",
                          code="subagent_conversation")
     requests = {entry["request_id"]: entry for entry in await runtime.permissions(record.id, "all")}
-    for request_id in request_ids:
-        entry = requests.get(request_id)
+    waiting = set()
+    for resumed in run_input.resume or []:
+        entry = requests.get(resumed.interrupt_id)
         if entry is None:
-            raise NotFound(f"resume names interrupt {request_id!r}, which this thread never raised", code="unknown_interrupt")
-        if entry["status"] != "pending":
-            raise Conflict(f"interrupt {request_id!r} was already answered ({entry['status']}); nothing waits on it",
-                           code="interrupt_resolved")
-    return record
+            raise NotFound(f"resume names interrupt {resumed.interrupt_id!r}, which this thread never raised",
+                           code="unknown_interrupt")
+        if entry["status"] == "pending":
+            waiting.add(resumed.interrupt_id)
+        elif resumed.status != "cancelled":
+            raise Conflict(f"interrupt {resumed.interrupt_id!r} was already answered ({entry['status']}); nothing "
+                           "waits on it (abandon it with status cancelled to move on)", code="interrupt_resolved")
+    return record, waiting
 
 
 async def refuse_while_waiting(runtime: Runtime, conversation: ConversationRecord) -> None:

@@ -132,6 +132,12 @@ class AguiStream(Response):
             writer = _Writer(send, settings.ws_send_timeout)
             if self.run is not None:
                 await writer.frames(projection.start_run(*self.run))
+                if self.message is None and not self.answers:
+                    waiting = await state.runtime.permissions(self.conversation.id)
+                    if waiting or tree[0].status != "running":  # no record to come would end this run
+                        await writer.frames(projection.end_at_once(waiting))
+                        await writer.end()
+                        return
 
             async def deliver(frames: list[str]) -> None:
                 out: list[Frame] = []

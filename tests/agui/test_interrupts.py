@@ -124,9 +124,21 @@ async def test_invalid_resumes_are_clear_4xx(tmp_path: Path) -> None:
         # Answering it again: it waits on nothing any more.
         assert_error(await client.post("/agui", json=resume({**twice, "status": "resolved", "payload": "allow_once"}, run="run-3")),
                      409, "interrupt_resolved")
-        await wait_pending(server, thread, 1)
+        [second] = await wait_pending(server, thread, 1)
         async with httpx.AsyncClient(base_url=server.url, timeout=30) as other:
             assert (await other.get(f"/api/conversations/{thread}")).json()["status"] == "running"
+        # Abandoning one that ended is how a consumer moves past it: no error, and the run ends
+        # at once, on what still waits.
+        frames = await read_all(client, "POST", "/agui", json=resume(twice, run="run-4"))
+        assert [e["type"] for _, e in frames] == ["RUN_STARTED", "RUN_FINISHED"]
+        assert [i["id"] for i in frames[-1][1]["outcome"]["interrupts"]] == [second["request_id"]]
+        assert frames[-1][1]["outcome"]["interrupts"][0]["metadata"]["taskwire"]["options"]
+        abandon_second = {"interruptId": second["request_id"], "status": "cancelled", "payload": {"reason": "later"}}
+        frames = await read_all(client, "POST", "/agui", json=resume(abandon_second, run="run-5"))
+        assert frames[-1][1]["type"] == "RUN_FINISHED" and frames[-1][1]["outcome"] == {"type": "success"}
+        # Nothing waits and nothing runs: the run that abandons them again ends at once, a success.
+        frames = await read_all(client, "POST", "/agui", json=resume(twice, abandon_second, run="run-6"))
+        assert [(e["type"], e.get("outcome")) for _, e in frames] == [("RUN_STARTED", None), ("RUN_FINISHED", {"type": "success"})]
 
 
 async def test_forwarding_off_the_subagents_request_still_interrupts_and_resumes(tmp_path: Path) -> None:
