@@ -12,7 +12,8 @@
 // PLAN.json's "permissions": [{"match": {...}, "choose": "allow_once"|...|"cancelled",
 //   "after": {...}}] answers each session/request_permission by the first rule whose `match`
 // (a deep subset of its params) fits: the offered option of kind `choose`, or the cancelled
-// outcome; with `after`, only once an update matching it has come (answering late). No rule
+// outcome; with `after`, only once an update matching it has come (answering late); with
+// `reply`, that object as the whole answer (a faulty editor). No rule
 // matching: cancelled. The "answered" step waits until N permission requests were answered.
 //
 // Output lines: {"kind": "raw", "params"} for every session/update as it came off the wire,
@@ -72,6 +73,7 @@ function updateMatching(pattern) {
 async function answerPermission(params) {
   const rule = (plan.permissions ?? []).find((r) => matches(params, r.match ?? {}));
   if (rule?.after) await updateMatching(rule.after);
+  if (rule?.reply) return rule.reply; // as given, however wrong
   const option = rule && rule.choose !== "cancelled" ? params.options.find((o) => o.kind === rule.choose) : null;
   return option ? { outcome: { outcome: "selected", optionId: option.optionId } } : { outcome: { outcome: "cancelled" } };
 }

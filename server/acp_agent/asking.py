@@ -17,6 +17,7 @@ import logging
 from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import PermissionOption, ToolCallUpdate
+from pydantic import ValidationError
 
 from server.acp.permissions import answer_body, with_details
 from server.acp.updates import Ask, Settled
@@ -94,6 +95,9 @@ class EditorAsks:
                         exc.detail)
         except RequestError as exc:
             log.warning("session %s: the editor failed request %s: %s", self.session_id, ask.request_id, exc)
+        except ValidationError as exc:  # the editor's answer is not a RequestPermissionResponse
+            log.warning("session %s: the editor's answer to %s is malformed: %s", self.session_id, ask.request_id,
+                        exc.errors()[0]["msg"])
         except ConnectionError:
             log.info("session %s: the editor is gone; request %s waits on", self.session_id, ask.request_id)
 

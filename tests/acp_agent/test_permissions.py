@@ -176,3 +176,27 @@ async def test_a_loaded_session_asks_about_what_still_waits(tmp_path: Path, forw
     requests = await answered(server, cid)
     assert {(c, r["status"], r["resolution"]["answered_by"]) for c, r in requests.items()} == {
         ("echo from-a", "allowed", "acp"), ("echo from-b", "rejected", "acp")}
+
+
+async def test_a_faulty_editors_answers_leave_the_requests_waiting(tmp_path: Path, forwarding_server: RunningServer) -> None:
+    server = forwarding_server
+
+    async def answer_over_rest(line: dict[str, Any]) -> None:
+        if line["kind"] == "permission_answer":  # the editor answered wrongly: a person answers elsewhere
+            request_id = line["params"]["toolCall"]["_meta"]["taskwire"]["requestId"]
+            response = await server.client.post(f"/api/conversations/{line['params']['sessionId']}/permissions/{request_id}",
+                                                json={"decision": "allow"})
+            assert response.status_code == 200, response.text
+
+    faulty = [
+        {"match": {"toolCall": {"rawInput": {"command": "echo from-a"}}}, "reply": {"outcome": {"outcome": "maybe"}}},
+        {"match": {"toolCall": {"rawInput": {"command": "echo from-b"}}},
+         "reply": {"outcome": {"outcome": "selected", "optionId": "not-offered"}}},
+    ]
+    async with serve_app(create_mock_app(SCRIPT)) as mock_url:
+        transcript = await drive(steps(tmp_path / "project", asking_agent(mock_url)), env=embedded_env(tmp_path, tmp_path / "x"),
+                                 folder=tmp_path, command=[*TASKWIRE_ACP, "--url", server.url], permissions=faulty,
+                                 on_line=answer_over_rest)
+    assert transcript.result(PROMPTED)["stopReason"] == "end_turn"
+    requests = await answered(server, transcript.result(NEW)["sessionId"])
+    assert {(r["status"], r["resolution"]["answered_by"]) for r in requests.values()} == {("allowed", "rest")}
