@@ -18,7 +18,7 @@ from tests.agui.sse_client import read_all, run_input
 from tests.agui.test_routes import assert_error
 from tests.permissions.helpers import finish, lane, task, terminal, wait_pending
 from tests.permissions.test_tree import model_requests, tool_results
-from tests.servers import isolated_settings, serve_app, taskwire_server
+from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server
 
 SCRIPT = json.dumps({"strict": True, "lanes": [
     lane("sub-a", "Work A.", {"tool_calls": [terminal("echo from-a")]}, {"tool_calls": [terminal("echo second")]},
@@ -35,6 +35,21 @@ def asking_agent(mock_url: str) -> dict[str, Any]:
             "llm": {"api": "openai", "model": "mock", "base_url": f"{mock_url}/v1", "api_key": "k"}}
 
 
+async def ask_allow_reject(server: RunningServer, mock_url: str, thread: str) -> list[dict[str, Any]]:
+    """Three runs of the real client on one thread: "Go." (sub-agent A asks), a resume allowing
+    ``echo from-a`` (A then asks for ``echo second``), a resume rejecting that; each accepted."""
+    props = {"taskwire": {"agent": asking_agent(mock_url)}}
+    steps = await run_client(
+        server,
+        {"op": "run", "threadId": thread, "runId": "run-1", "message": "Go.", "forwardedProps": props},
+        {"op": "run", "threadId": thread, "runId": "run-2", "answer": [ALLOW_FROM_A]},
+        {"op": "run", "threadId": thread, "runId": "run-3", "answer": [REJECT_SECOND]},
+    )
+    for step in steps:
+        assert_accepted(step)
+    return steps
+
+
 def interrupted(step: dict[str, Any]) -> list[dict[str, Any]]:
     """The interrupts the step's run ended with."""
     end = events(step)[-1]
@@ -47,18 +62,10 @@ async def test_a_subagents_request_interrupts_the_run_and_resume_answers_it(tmp_
     thread = str(uuid.uuid4())
     async with serve_app(create_mock_app(SCRIPT, log_path=log)) as mock_url, \
             taskwire_server(isolated_settings(tmp_path, forward_subagent_events=True)) as server:
-        props = {"taskwire": {"agent": asking_agent(mock_url)}}
-        first, allowed, rejected = await run_client(
-            server,
-            {"op": "run", "threadId": thread, "runId": "run-1", "message": "Go.", "forwardedProps": props},
-            {"op": "run", "threadId": thread, "runId": "run-2", "answer": [ALLOW_FROM_A]},
-            {"op": "run", "threadId": thread, "runId": "run-3", "answer": [REJECT_SECOND]},
-        )
+        first, allowed, rejected = await ask_allow_reject(server, mock_url, thread)
         [sub] = (await server.client.get(f"/api/conversations/{thread}/subagents")).json()
         listed = {p["title"]: p for p in (await server.client.get(f"/api/conversations/{thread}/permissions",
                                                                   params={"status": "all"})).json()}
-    for step in (first, allowed, rejected):
-        assert_accepted(step)
     # Run 1 ends on the sub-agent's request: its id, its call, its sub-agent, what it offers.
     [raised] = interrupted(first)
     request = listed["echo from-a"]
@@ -145,16 +152,8 @@ async def test_forwarding_off_the_subagents_request_still_interrupts_and_resumes
     thread = str(uuid.uuid4())
     async with serve_app(create_mock_app(SCRIPT)) as mock_url, \
             taskwire_server(isolated_settings(tmp_path, forward_subagent_events=False)) as server:
-        props = {"taskwire": {"agent": asking_agent(mock_url)}}
-        first, allowed, rejected = await run_client(
-            server,
-            {"op": "run", "threadId": thread, "runId": "run-1", "message": "Go.", "forwardedProps": props},
-            {"op": "run", "threadId": thread, "runId": "run-2", "answer": [ALLOW_FROM_A]},
-            {"op": "run", "threadId": thread, "runId": "run-3", "answer": [REJECT_SECOND]},
-        )
+        first, allowed, rejected = await ask_allow_reject(server, mock_url, thread)
         [sub] = (await server.client.get(f"/api/conversations/{thread}/subagents")).json()
-    for step in (first, allowed, rejected):
-        assert_accepted(step)
     # Nothing of the sub-agent is in the stream, but the root's waiting set names who asks.
     assert not [e for e in events(first) if e.get("subagentRunId")]
     [raised] = interrupted(first)
