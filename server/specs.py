@@ -62,8 +62,10 @@ class ACPAgentSpec(_Spec):
     session_mode: str | None = "default"
     """Set on the new session when the agent offers modes (``None``: leave the agent's own).
     Claude Code starts in ``auto``, which asks a classifier model about every Agent call."""
-    permissions: Literal["allow", "deny"] = "allow"
-    """How the agent's permission requests are answered."""
+    permissions: Literal["allow", "deny", "ask"] = "allow"
+    """How the agent's ``session/request_permission`` is answered: ``allow`` / ``deny`` by
+    taskwire at once, ``ask``: a person answers it (a ``PermissionRequestEvent`` in the agent
+    that asks; docs/permissions.md)."""
     startup_timeout: float = Field(default=60.0, gt=0)
     """Seconds for the process to start and answer initialize, session/new and set_mode."""
     idle_timeout: float = Field(default=600.0, gt=0)

@@ -57,25 +57,45 @@ class Incoming:
     payload: Any = None
     """``update``/``permission``: the request's params; ``prompt_done``: the prompt task;
     ``exited``: the exit code."""
+    answer: asyncio.Future[str | None] | None = None
+    """``permission`` with ``permissions: "ask"``: the answer the peer waits for. Set it to the
+    chosen ``optionId`` (as the peer offered it), or ``None`` for a ``cancelled`` outcome."""
+
+
+PermissionPolicy = Literal["allow", "deny", "ask"]
 
 
 class _PermissionClient:
-    """The client side the package calls: it answers permission requests by policy. Updates
-    are read raw from the observer, so ``session_update`` has nothing left to do."""
+    """The client side the package calls: it answers permission requests by policy, or (``ask``)
+    with the answer the backend gives the request's ``Incoming.answer``. Updates are read raw
+    from the observer, so ``session_update`` has nothing left to do."""
 
-    def __init__(self, allow: bool) -> None:
-        self._allow = allow
+    def __init__(self, policy: PermissionPolicy, asked: dict[str, collections.deque[asyncio.Future[str | None]]]) -> None:
+        self._policy = policy
+        self._asked = asked
 
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[PermissionOption], **kwargs: Any
     ) -> RequestPermissionResponse:
-        kinds = ("allow_once", "allow_always") if self._allow else ("reject_once", "reject_always")
+        if self._policy == "ask":
+            return await self._asked_answer(tool_call)
+        kinds = ("allow_once", "allow_always") if self._policy == "allow" else ("reject_once", "reject_always")
         for kind in kinds:
             chosen = next((o for o in options if o.kind == kind), None)
             if chosen is not None:
-                outcome = AllowedOutcome(outcome="selected", option_id=chosen.option_id)
-                return RequestPermissionResponse(outcome=outcome)
+                return _selected(chosen.option_id)
         return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+    async def _asked_answer(self, tool_call: Any) -> RequestPermissionResponse:
+        # The observer queued this request (with its future) before the package called us.
+        waiting = self._asked.get(getattr(tool_call, "tool_call_id", None) or "")
+        if not waiting:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        answer = waiting.popleft()
+        option_id = await asyncio.shield(answer)
+        if option_id is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return _selected(option_id)
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         return None
@@ -84,10 +104,14 @@ class _PermissionClient:
         return None
 
 
+def _selected(option_id: str) -> RequestPermissionResponse:
+    return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option_id))
+
+
 class ACPSession:
     """One ACP agent subprocess holding one session."""
 
-    def __init__(self, process: asyncio.subprocess.Process, label: str, *, allow: bool) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, label: str, *, permissions: PermissionPolicy) -> None:
         self.process = process
         self.label = label
         self.session_id = ""
@@ -97,12 +121,15 @@ class ACPSession:
         a stop reason it does not know)."""
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
         self._closed = False
+        self._ask = permissions == "ask"
+        self._asked: dict[str, collections.deque[asyncio.Future[str | None]]] = collections.defaultdict(collections.deque)
+        """Permission requests a person answers (``ask``), by ``toolCallId``, in wire order."""
         self._tasks = [
             asyncio.create_task(self._read_stderr(), name=f"acp stderr {label}"),
             asyncio.create_task(self._watch_exit(), name=f"acp exit {label}"),
         ]
         self.connection = connect_to_agent(
-            _PermissionClient(allow), process.stdin, process.stdout, observers=[self._observe]
+            _PermissionClient(permissions, self._asked), process.stdin, process.stdout, observers=[self._observe]
         )
 
     # -- start ------------------------------------------------------------------------------
@@ -116,7 +143,7 @@ class ACPSession:
         env: dict[str, str],
         cwd: Path,
         session_mode: str | None,
-        allow: bool,
+        permissions: PermissionPolicy,
         startup_timeout: float,
         session_meta: dict[str, Any] | None = None,
     ) -> ACPSession:
@@ -136,7 +163,7 @@ class ACPSession:
             raise ACPError(f"cannot start ACP agent: command {command!r} not found", code="acp_not_found") from exc
         except OSError as exc:
             raise ACPError(f"cannot start ACP agent {label!r}: {exc.strerror or exc}", code="acp_start_failed") from exc
-        session = cls(process, label, allow=allow)
+        session = cls(process, label, permissions=permissions)
         step = "initialize"
         try:
             async with asyncio.timeout(startup_timeout):
@@ -255,7 +282,14 @@ class ACPSession:
         if method == "session/update" and isinstance(message.get("params"), dict):
             self.queue.put_nowait(Incoming("update", message["params"]))
         elif method == "session/request_permission" and isinstance(message.get("params"), dict):
-            self.queue.put_nowait(Incoming("permission", message["params"]))
+            params = message["params"]
+            answer = None
+            if self._ask:
+                answer = asyncio.get_running_loop().create_future()
+                tool_call = params.get("toolCall")
+                call_id = tool_call.get("toolCallId") if isinstance(tool_call, dict) else None
+                self._asked[call_id if isinstance(call_id, str) else ""].append(answer)
+            self.queue.put_nowait(Incoming("permission", params, answer))
         elif method is None and isinstance(message.get("result"), dict) and "stopReason" in message["result"]:
             self.last_prompt_result = message["result"]
 
@@ -293,6 +327,11 @@ class ACPSession:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        for waiting in self._asked.values():
+            for answer in waiting:
+                if not answer.done():
+                    answer.set_result(None)
+        self._asked.clear()
 
     async def _exited_within(self, seconds: float) -> bool:
         try:

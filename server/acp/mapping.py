@@ -158,6 +158,11 @@ class SessionMapper:
             return []
         return self._tool_call(tool_call["toolCallId"], tool_call)
 
+    def call(self, call_id: Any) -> ToolCallState | None:
+        """What the bridge knows of the peer's call ``call_id`` (its remembered parent, tool
+        name, input), if it saw it."""
+        return self._calls.get(call_id) if isinstance(call_id, str) else None
+
     def begin_turn(self) -> None:
         """A prompt is about to be sent. Calls that ended are forgotten (what the agent sends
         between turns is not mapped), except Agent calls: their sub-agents name lanes."""

@@ -10,6 +10,11 @@ first run and is kept across runs; ``close`` ends it.
 A turn ends when the agent answers the prompt, or early: cancelled (interrupt), superseded by a
 new user message, silent for ``idle_timeout``, or the agent exits. Every call still in flight
 is then closed with its parent, and failures are raised as ``ACPError``.
+
+With ``permissions: "ask"`` each ``session/request_permission`` is asked of a person in a task
+of its own (the turn goes on mapping: other sub-agents keep moving), filed in the agent whose
+lane the call belongs to; the peer gets the chosen ``optionId``. A turn that stops early, or an
+agent that exits, resolves the requests still waiting ``cancelled`` first.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pydantic import ValidationError
 
 from server.acp.client import ACPSession, Incoming
 from server.acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, turn_usage
+from server.acp.peer_permissions import asked_permission, peer_answer
 from server.environment import peer_environment
 from server.errors import ACPError
 from server.events import Event
@@ -58,6 +64,8 @@ class ACPBackend:
         self._mapper = SessionMapper()
         self._subagents: dict[str, tuple[AgentHost, AgentHost]] = {}
         """Agent call id -> (its sub-agent's host, the host that started it)."""
+        self._asks: set[asyncio.Task[None]] = set()
+        """Permission requests waiting for a person (``permissions: "ask"``)."""
 
     @classmethod
     def from_spec(cls, agent: dict[str, Any], host: AgentHost) -> ACPBackend:
@@ -100,8 +108,9 @@ class ACPBackend:
         prompt = session.prompt(text)
         try:
             return await self.follow_turn(host, session, prompt)
-        except asyncio.CancelledError:
-            await self.stop_turn(host, session, prompt, CloseReason.CANCELLED)
+        except asyncio.CancelledError as exc:
+            note = exc.args[0] if exc.args and isinstance(exc.args[0], str) else None
+            await self.stop_turn(host, session, prompt, CloseReason.CANCELLED, note=note)
             raise
 
     async def follow_turn(self, host: AgentHost, session: ACPSession, prompt: asyncio.Task[Any]) -> str | None:
@@ -130,8 +139,11 @@ class ACPBackend:
                 return await self.finish_turn(host, session, prompt)
             if item.kind == "exited":
                 exited_at = clock()  # its answer (or the connection's end) is on its way
+                await self.drop_asks(f"the ACP agent exited (code {item.payload})")
                 continue
             await self.apply(host, self.map(item))
+            if item.answer is not None:
+                self.ask(host, item)
 
     async def finish_turn(self, host: AgentHost, session: ACPSession, prompt: asyncio.Task[Any]) -> str | None:
         """The prompt was answered: map what came with it, close what the agent left open."""
@@ -154,11 +166,15 @@ class ACPBackend:
             )
         return end.text
 
-    async def stop_turn(self, host: AgentHost, session: ACPSession, prompt: asyncio.Task[Any], reason: CloseReason) -> None:
-        """End a turn early: ``session/cancel``, a short grace for the agent to report its own
-        calls, then every call still in flight is closed (with its parent). An agent that does
-        not answer the cancel, or has stopped responding, is stopped."""
+    async def stop_turn(
+        self, host: AgentHost, session: ACPSession, prompt: asyncio.Task[Any], reason: CloseReason, *, note: str | None = None
+    ) -> None:
+        """End a turn early: permission requests still waiting resolved ``cancelled`` (the peer
+        told so), ``session/cancel``, a short grace for the agent to report its own calls, then
+        every call still in flight is closed (with its parent). An agent that does not answer
+        the cancel, or has stopped responding, is stopped."""
         self._mapper.stopping(reason)
+        await self.drop_asks(note or reason.value)
         if reason is not CloseReason.TIMEOUT and session.alive:
             try:
                 await asyncio.wait_for(session.cancel(), CANCEL_GRACE)
@@ -179,6 +195,8 @@ class ACPBackend:
                 if item.kind == "exited":
                     return
                 await self.apply(host, self.map(item))
+                if item.answer is not None:  # asked while stopping: nobody answers it now
+                    item.answer.set_result(None)
 
     # -- mapping and carrying out -----------------------------------------------------------
 
@@ -226,6 +244,46 @@ class ACPBackend:
         started = self._subagents.get(lane) if lane is not None else None
         return started[0] if started is not None else host
 
+    # -- permission requests (``permissions: "ask"``) -----------------------------------------
+
+    def ask(self, host: AgentHost, item: Incoming) -> None:
+        """Ask a person about ``item`` (a ``permission`` item), in a task of its own."""
+        task = asyncio.create_task(self._ask(host, item), name="acp permission request")
+        self._asks.add(task)
+        task.add_done_callback(self._asks.discard)
+
+    async def _ask(self, host: AgentHost, item: Incoming) -> None:
+        assert item.answer is not None
+        option_id: str | None = None
+        try:
+            tool_call = item.payload.get("toolCall")
+            call = self._mapper.call(tool_call.get("toolCallId") if isinstance(tool_call, dict) else None)
+            asked = asked_permission(item.payload, call)
+            if asked is None:
+                log.warning("ACP agent asked a permission naming no call or offering no known option; answered cancelled")
+                return
+            # Filed where the call's own events go: its remembered lane's sub-agent, else here.
+            asker = self.lane_host(host, call.parent if call is not None else None)
+            resolution = await asker.request_permission(
+                tool_call_id=asked.tool_call_id, tool_name=asked.tool_name, title=asked.title,
+                arguments=asked.arguments, options=asked.options,
+            )
+            option_id = peer_answer(asked.options, resolution.outcome, resolution.option_id)
+        except Exception:  # the request could not be filed: the peer must not wait for ever
+            log.exception("could not ask a person about an ACP permission request; answered cancelled")
+        finally:
+            if not item.answer.done():
+                item.answer.set_result(option_id)
+
+    async def drop_asks(self, reason: str) -> None:
+        """Resolve every request still waiting ``cancelled`` (with ``reason``); the peer gets a
+        cancelled outcome."""
+        asks = list(self._asks)
+        for task in asks:
+            task.cancel(reason)
+        if asks:
+            await asyncio.gather(*asks, return_exceptions=True)
+
     # -- the session ------------------------------------------------------------------------
 
     async def open_session(self) -> ACPSession:
@@ -239,13 +297,14 @@ class ACPBackend:
             env=self.env,
             cwd=self.cwd,
             session_mode=self.spec.session_mode,
-            allow=self.spec.permissions == "allow",
+            permissions=self.spec.permissions,
             startup_timeout=self.spec.startup_timeout,
             session_meta=CLAUDE_SUBAGENT_TEXT if self.spec.subagent_text else None,
         )
         return self._session
 
     async def discard_session(self) -> None:
+        await self.drop_asks("the ACP agent's session ended")
         session, self._session = self._session, None
         if session is not None:
             await session.close()
