@@ -86,6 +86,10 @@ class ClaudeSDKAgentSpec(_Spec):
     """Claude Code's ``--model``; default: the CLI's own default."""
     permission_mode: ClaudePermissionMode = "default"
     """Claude Code's permission mode; ``bypassPermissions`` runs every tool unasked."""
+    permissions: Literal["ask"] | None = None
+    """``ask``: whenever ``permission_mode`` makes Claude Code ask, a person answers (its
+    ``can_use_tool`` callback; docs/permissions.md). Unset: Claude Code decides alone, unless
+    the tree's ``approval`` policy names the tool."""
     allowed_tools: list[str] | None = None
     """Tools allowed without asking (e.g. ``["Bash", "Read"]``)."""
     cli_path: str | None = None

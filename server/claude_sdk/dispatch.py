@@ -82,6 +82,15 @@ class ClaudeDispatcher:
         state = self._lanes.get(lane)
         return state.task_id if state is not None else None
 
+    def lane_asking(self, tool_use_id: str | None, agent_id: str | None) -> tuple[bool, Lane]:
+        """``(True, lane)`` a ``can_use_tool`` call comes from (its call's, else the sub-agent's
+        whose task is ``agent_id``); ``(False, ROOT)`` while ``feed`` has seen neither."""
+        call = self._calls.get(tool_use_id or "")
+        if call is not None:
+            return True, call.lane
+        task_lane = self._tasks.get(agent_id or "")
+        return (True, task_lane) if task_lane is not None else (False, ROOT)
+
     def parent_lane(self, lane: Lane) -> Lane:
         """The lane whose call spawned ``lane`` (``ROOT`` for a sub-agent of the main agent)."""
         state = self._lanes.get(lane)
@@ -383,9 +392,6 @@ def _answers(message: ResultMessage, prompt_id: str) -> bool:
 def _result_usage(usage: Any, calls: int) -> Usage | None:
     if not isinstance(usage, dict):
         return None
-    return Usage(
-        input_tokens=int(usage.get("input_tokens") or 0),
-        output_tokens=int(usage.get("output_tokens") or 0),
-        cache_read_tokens=int(usage.get("cache_read_input_tokens") or 0),
-        llm_calls=calls,
-    )
+    count = {key: int(usage.get(name) or 0) for key, name in (
+        ("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"), ("cache_read_tokens", "cache_read_input_tokens"))}
+    return Usage(**count, llm_calls=calls)

@@ -5,6 +5,11 @@ backend and its dispatcher run exactly as with the real CLI, only the messages c
 file. Each prompt plays the transcript's next turn: its messages up to the result that answers
 a prompt (patched to name this prompt), and, after the last such result, everything left
 (a background sub-agent finishing after the result, say).
+
+A recorded ``can_use_tool`` call (``PermissionAsk``) is made of the backend's callback when it
+has one, and the replay waits for its answer before it goes on, as Claude Code did; the
+answers are kept in ``answers`` (``PermissionResultAllow`` / ``PermissionResultDeny``).
+Without a callback it is skipped.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from claude_agent_sdk import ResultMessage
+from claude_agent_sdk import ResultMessage, ToolPermissionContext
+from claude_agent_sdk.types import CanUseTool
 
-from server.claude_sdk.transcript import load_transcript
+from server.claude_sdk.transcript import PermissionAsk, load_transcript
 from server.errors import BadRequest, ClaudeSDKError
 
 _END = object()
@@ -45,6 +51,11 @@ class ReplaySession:
         self._turns = split_turns(messages)
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._prompt_id: str | None = None
+        self._feeding: asyncio.Task[None] | None = None
+        self.can_use_tool: CanUseTool | None = None
+        """The permission callback, as ``ClaudeAgentOptions.can_use_tool`` would be."""
+        self.answers: list[Any] = []
+        """What each recorded ``can_use_tool`` call was answered, in order."""
 
     @classmethod
     def from_file(cls, path: str | Path) -> ReplaySession:
@@ -57,8 +68,23 @@ class ReplaySession:
         if not self._turns:
             raise ClaudeSDKError("the replayed transcript has no turn left for this prompt", code="replay_exhausted")
         self._prompt_id = prompt_id
-        for message in self._turns.pop(0):
-            self._queue.put_nowait(self._answering(message))
+        turn = self._turns.pop(0)
+        if not any(isinstance(message, PermissionAsk) for message in turn):
+            for message in turn:
+                self._queue.put_nowait(self._answering(message))
+            return
+        self._feeding = asyncio.create_task(self._feed(turn), name="replay feed")
+
+    async def _feed(self, turn: list[Any]) -> None:
+        for message in turn:
+            if not isinstance(message, PermissionAsk):
+                self._queue.put_nowait(self._answering(message))
+                await asyncio.sleep(0)  # as a pipe would: the reader takes what came first
+            elif self.can_use_tool is not None:
+                context = ToolPermissionContext(
+                    tool_use_id=message.tool_use_id, agent_id=message.agent_id, decision_reason=message.decision_reason
+                )
+                self.answers.append(await self.can_use_tool(message.tool_name, message.input, context))
 
     def _answering(self, message: Any) -> Any:
         if isinstance(message, ResultMessage) and message.origin is None and self._prompt_id:
@@ -78,7 +104,9 @@ class ReplaySession:
         raise BadRequest("a replayed transcript cannot stop one of its sub-agents", code="subagent_not_cancellable")
 
     async def interrupt(self) -> None:
-        # What Claude Code does: drop the rest of the turn, answer with an aborted result.
+        # What Claude Code does: drop the rest of the turn (and a callback it waits for),
+        # answer with an aborted result.
+        await self._stop_feeding()
         while not self._queue.empty():
             self._queue.get_nowait()
         self._queue.put_nowait(
@@ -90,5 +118,12 @@ class ReplaySession:
             )
         )
 
+    async def _stop_feeding(self) -> None:
+        if self._feeding is not None:
+            self._feeding.cancel()
+            await asyncio.gather(self._feeding, return_exceptions=True)
+            self._feeding = None
+
     async def close(self) -> None:
+        await self._stop_feeding()
         self._queue.put_nowait(_END)

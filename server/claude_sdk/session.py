@@ -50,8 +50,11 @@ class MessageSource(Protocol):
         ...
 
 
-def claude_options(spec: ClaudeSDKAgentSpec, cwd: Path, stderr: Any = None) -> sdk.ClaudeAgentOptions:
-    """The SDK options for ``spec``: partial messages on, so text and calls stream live."""
+def claude_options(
+    spec: ClaudeSDKAgentSpec, cwd: Path, stderr: Any = None, can_use_tool: Any = None
+) -> sdk.ClaudeAgentOptions:
+    """The SDK options for ``spec``: partial messages on, so text and calls stream live;
+    ``can_use_tool``: the permission callback (``None``: Claude Code decides alone)."""
     system_prompt: Any = spec.system_prompt if spec.system_prompt is not None else {
         "type": "preset", "preset": "claude_code",
     }
@@ -67,6 +70,7 @@ def claude_options(spec: ClaudeSDKAgentSpec, cwd: Path, stderr: Any = None) -> s
         include_partial_messages=True,
         forward_subagent_text=spec.subagent_text,
         stderr=stderr,
+        can_use_tool=can_use_tool,
     )
 
 

@@ -2,13 +2,16 @@
 
 The format of ``../shared/fixtures/claude-agent-sdk/*.sdk.jsonl``: ``{"type": <the message's
 class name>, "raw": <its dataclass as a dict>, ...}`` (other keys are annotations and ignored).
-Content blocks lose their class in ``raw``; it is recovered from their fields.
+Content blocks lose their class in ``raw``; it is recovered from their fields. A line
+``{"type": "can_use_tool", "tool_name", "input", "tool_use_id", "agent_id", "decision_reason"}``
+records a permission callback Claude Code made at that point (a ``PermissionAsk``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +37,27 @@ _BLOCK_TYPES: list[tuple[frozenset[str], type]] = [
 ]
 
 
+@dataclass(frozen=True, slots=True)
+class PermissionAsk:
+    """A ``can_use_tool`` call Claude Code made, as a transcript recorded it (never fed to the
+    dispatcher: a replay calls the backend's callback with it)."""
+
+    tool_name: str
+    input: dict[str, Any]
+    tool_use_id: str | None = None
+    agent_id: str | None = None
+    decision_reason: str | None = None
+
+
 def message_from_record(record: dict[str, Any]) -> Any:
-    """The SDK message a transcript line records. Raises ``ClaudeSDKError`` for an unknown type."""
+    """The SDK message a transcript line records (or a ``PermissionAsk``). Raises
+    ``ClaudeSDKError`` for an unknown type."""
+    if record.get("type") == "can_use_tool":
+        return PermissionAsk(
+            tool_name=str(record.get("tool_name") or ""), input=dict(record.get("input") or {}),
+            tool_use_id=record.get("tool_use_id"), agent_id=record.get("agent_id"),
+            decision_reason=record.get("decision_reason"),
+        )
     cls = _MESSAGE_TYPES.get(str(record.get("type")))
     if cls is None:
         raise ClaudeSDKError(f"transcript: unknown message type {record.get('type')!r}", code="bad_transcript")

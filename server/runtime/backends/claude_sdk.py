@@ -9,6 +9,7 @@ conversation's own for the main agent, and one child host per Claude Code sub-ag
 run's result still lands in its own stream, and no run waits for it.
 
 ``run`` sends each user message as a prompt and waits for the result that answers it.
+Permission requests (``can_use_tool``) are ``claude_permissions.py``'s.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from server.errors import BackendError, BadRequest, ClaudeSDKError
 from server.events import SubagentFinishedEvent, SubagentStartedEvent
 from server.events.ids import new_id
 from server.runtime.backends.base import AgentHost
+from server.runtime.backends.claude_permissions import ClaudePermissions
 from server.specs import ClaudeSDKAgentSpec
 
 log = logging.getLogger(__name__)
@@ -40,14 +42,16 @@ INTERRUPT_TIMEOUT = 10.0
 class ClaudeSDKBackend:
     """Drives one conversation's Claude Code session. Implements ``AgentBackend``."""
 
-    def __init__(self, spec: ClaudeSDKAgentSpec, source: MessageSource) -> None:
+    def __init__(self, spec: ClaudeSDKAgentSpec, source: MessageSource | None = None, *, ask: bool = False) -> None:
         self.spec = spec
-        self.source = source
         self.dispatcher = ClaudeDispatcher()
         self._hosts: dict[Lane, AgentHost] = {}
+        self._lock = asyncio.Lock()
+        self.permissions = ClaudePermissions(self.dispatcher, self._hosts, self._lock, ask_all=spec.permissions == "ask") if ask else None
+        """The ``can_use_tool`` callback's side, when a person answers Claude Code's asks."""
+        self.source: MessageSource = source  # type: ignore[assignment]
         self._pump: asyncio.Task[None] | None = None
         self._failure: ClaudeSDKError | None = None
-        self._lock = asyncio.Lock()
         self._turn_end: asyncio.Future[TurnEnded] | None = None
         self._drained = asyncio.Event()
         self._last_message = 0.0
@@ -60,9 +64,15 @@ class ClaudeSDKBackend:
             spec = ClaudeSDKAgentSpec.model_validate(agent)
         except ValidationError as exc:
             raise BackendError(f"invalid claude_sdk agent: {exc}", code="bad_agent") from exc
+        backend = cls(spec, ask=spec.permissions == "ask" or not host.approval.never)
+        callback = backend.permissions.can_use_tool if backend.permissions is not None else None
         if spec.replay:
-            return cls(spec, ReplaySession.from_file(spec.replay))
-        return cls(spec, ClaudeCodeSession(claude_options(spec, host.workspace)))
+            replay = ReplaySession.from_file(spec.replay)
+            replay.can_use_tool = callback
+            backend.source = replay
+        else:
+            backend.source = ClaudeCodeSession(claude_options(spec, host.workspace, can_use_tool=callback))
+        return backend
 
     # -- running --------------------------------------------------------------------------
 
@@ -116,6 +126,8 @@ class ClaudeSDKBackend:
 
     async def _interrupt(self) -> None:
         # Closing comes first and never waits on Claude Code: an interrupt must not hang.
+        if self.permissions is not None:
+            await self.permissions.cancel("the run was interrupted")
         async with self._lock:
             await self._apply(self.dispatcher.interrupt())
             self._drained.clear()
@@ -144,6 +156,8 @@ class ClaudeSDKBackend:
                     await self._apply(self.dispatcher.feed(message))
                     if not self.dispatcher.draining:
                         self._drained.set()
+                if self.permissions is not None:
+                    self.permissions.fed()
         except ClaudeSDKError as exc:
             failure = exc
         else:
@@ -151,6 +165,8 @@ class ClaudeSDKBackend:
                 return
             failure = ClaudeSDKError("Claude Code exited", code="claude_code_exited")
         self._failure = failure
+        if self.permissions is not None:  # nobody is left to hand an answer to
+            await self.permissions.cancel(failure.detail)
         async with self._lock:
             await self._apply(self.dispatcher.stop(failure.detail, code=failure.code))
 
@@ -196,7 +212,19 @@ class ClaudeSDKBackend:
                 "Claude Code has not started this sub-agent's task yet; retry in a moment",
                 code="subagent_not_cancellable",
             )
+        if self.permissions is not None:
+            await self.permissions.cancel("the sub-agent was cancelled", self._within(lane))
         await self.source.stop_task(task_id)
+
+    def _within(self, lane: Lane) -> Any:
+        """Whether a lane is ``lane`` or below it."""
+        def below(other: Lane) -> bool:
+            while other is not None:
+                if other == lane:
+                    return True
+                other = self.dispatcher.parent_lane(other)
+            return False
+        return below
 
     def _subagent_agent(self) -> dict[str, Any]:
         # What a Claude Code sub-agent's record says it is; never the parent's env (secrets).
@@ -209,6 +237,8 @@ class ClaudeSDKBackend:
         if self._closed:
             return
         self._closed = True
+        if self.permissions is not None:
+            await self.permissions.cancel("the conversation was closed")
         with contextlib.suppress(ClaudeSDKError):
             await self.source.close()
         if self._pump is not None:

@@ -1,0 +1,70 @@
+"""The recorded Claude Code session whose commands all ask (``permission_subagents.sdk.jsonl``),
+replayed with ``permissions: "ask"``: each recorded ``can_use_tool`` call waits for a person's
+answer, and lands in the agent that asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.api.helpers import all_events, create
+from tests.claude_sdk.watch import replay_agent
+from tests.permissions.helpers import answer, pending, reading, wait_pending
+from tests.servers import isolated_settings, taskwire_server, wait_for_status
+
+RECORDING = Path(__file__).parent / "permission_subagents.sdk.jsonl"
+MAIN_CALL = "toolu_main_0_1_0002"
+AGENT_A, AGENT_B = "toolu_main_1_1_0005", "toolu_main_1_2_0006"
+CALL_A, CALL_B = "toolu_subagenta_0_0_0009", "toolu_subagentb_0_0_0012"
+
+
+async def test_replayed_can_use_tool_calls_are_filed_under_the_asking_subagents(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path, forward_subagent_events=True)) as server:
+        cid = (await create(server, agent=replay_agent(RECORDING, permissions="ask"), run=False))["id"]
+        async with reading(server, cid) as socket:
+            await socket.wait_for(lambda f: f.get("key") == "full_state", "full_state")
+            await server.client.post(f"/api/conversations/{cid}/events", json={"content": "go"})
+            [main] = await wait_pending(server, cid, 1)
+            assert main["tool_call_id"] == MAIN_CALL and "subagent_id" not in main
+            assert (main["tool_name"], main["reason"]) == ("Bash", "This command requires approval")
+            assert (await answer(server, cid, main["request_id"], option_id="yes")).status_code == 422
+            assert (await answer(server, cid, main["request_id"], decision="allow")).status_code == 200
+
+            [from_a] = await wait_pending(server, cid, 1)
+            subagents = {s["parent_tool_use_id"]: s["subagent_id"] for s in
+                         (await server.client.get(f"/api/conversations/{cid}/subagents")).json()}
+            assert (from_a["tool_call_id"], from_a["subagent_id"]) == (CALL_A, subagents[AGENT_A])
+            await socket.send({"type": "permission", "request_id": from_a["request_id"], "decision": "allow"})
+            answered = await socket.wait_for(lambda f: f.get("type") == "permission_answer", "the socket's answer")
+            assert answered["status"] == 200
+
+            [from_b] = await wait_pending(server, cid, 1)
+            assert (from_b["tool_call_id"], from_b["parent_tool_use_id"]) == (CALL_B, AGENT_B)
+            assert from_b["subagent_id"] == subagents[AGENT_B]
+            assert (await answer(server, cid, from_b["request_id"], decision="reject", reason="not b")).status_code == 200
+            assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "finished"
+            await socket.wait_for(lambda f: f.get("key") == "status" and f.get("value") == "finished", "the end")
+            live = socket.events
+
+        # Live, each request came stamped, after its call and in its sub-agent's stream.
+        for request, spawner in ((from_a, AGENT_A), (from_b, AGENT_B)):
+            frame = next(f for f in live if f["kind"] == "PermissionRequestEvent" and f["request_id"] == request["request_id"])
+            assert (frame["subagent_id"], frame["parent_tool_use_id"]) == (subagents[spawner], spawner)
+            stream = await all_events(server, subagents[spawner])
+            kinds = [(e["kind"], e.get("tool_call_id")) for e in stream]
+            assert kinds.index(("ACPToolCallEvent", request["tool_call_id"])) < kinds.index(
+                ("PermissionRequestEvent", request["tool_call_id"]))
+        outcomes = {e["tool_call_id"]: e["status"] for e in await pending(server, cid, status="all")}
+        assert outcomes == {MAIN_CALL: "allowed", CALL_A: "allowed", CALL_B: "rejected"}
+        # The recorded denial came back to B as an error result; B went on and finished.
+        b_stream = await all_events(server, subagents[AGENT_B])
+        assert [e["status"] for e in b_stream if e.get("tool_call_id") == CALL_B and e["kind"] == "ACPToolCallEvent"][-1] == "failed"
+        assert b_stream[-1]["kind"] == "SubagentFinishedEvent" and b_stream[-1]["status"] == "completed"
+
+
+async def test_without_ask_the_recorded_callbacks_are_not_made(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        cid = (await create(server, agent=replay_agent(RECORDING), initial_message="go"))["id"]
+        assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "finished"
+        assert await pending(server, cid, status="all") == []
+        assert not [e for e in await all_events(server, cid) if e["kind"] == "ConversationStateUpdateEvent"
+                    and e["key"] == "pending_permissions"]
