@@ -150,6 +150,7 @@ class ACPBackend:
         await self.apply(host, [a for item in session.drain() for a in self.map(item)])
         error = await session.prompt_error(prompt)
         if error is not None:
+            await self.drop_asks(error.detail)
             await self.apply(host, self._mapper.abort_turn(CloseReason.FAILED).actions)
             if error.code == "acp_crashed":
                 await self.discard_session()
