@@ -139,3 +139,25 @@ def pending_sets(events: list[dict[str, Any]]) -> list[set[str]]:
         for e in events
         if e["kind"] == "ConversationStateUpdateEvent" and e["key"] == "pending_permissions"
     ]
+
+
+async def answer_each(server: RunningServer, conversation_id: str, count: int, decide: Any) -> list[dict[str, Any]]:
+    """Answer ``count`` requests of the tree as they come (in any order, several may wait at
+    once) with ``decide(request)``'s body; returns the requests, in the order answered."""
+    answered: list[dict[str, Any]] = []
+
+    async def all_answered() -> bool:
+        for request in await pending(server, conversation_id):
+            if request["request_id"] not in {r["request_id"] for r in answered}:
+                response = await answer(server, conversation_id, request["request_id"], **decide(request))
+                assert response.status_code == 200, response.text
+                answered.append(request)
+        return len(answered) >= count
+
+    await wait_until(all_answered, timeout=WAIT * 3, what=f"{count} permission requests to answer")
+    return answered
+
+
+def by_command(requests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Requests by the word their ``python3 -c 'print(...)'`` command prints."""
+    return {r["arguments"]["command"].split('"')[1]: r for r in requests}
