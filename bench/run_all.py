@@ -23,6 +23,7 @@ FULL = [
     ["viewer.py"],
     ["acp_load.py", "--events", "100000"],
     ["permissions.py"],
+    ["acp_peer_permissions.py"],
 ]
 QUICK = [
     ["store.py", "--sizes", "10000,100000"],
@@ -34,6 +35,7 @@ QUICK = [
     ["viewer.py", "--runs", "1"],
     ["acp_load.py", "--events", "10000"],
     ["permissions.py", "--calls", "50"],
+    ["acp_peer_permissions.py", "--calls", "50"],
 ]
 
 
