@@ -37,6 +37,7 @@ from acp.schema import (
 from pydantic import ValidationError
 
 import server
+from server.acp.peer_permissions import policy_answer
 from server.errors import ACPError
 
 log = logging.getLogger(__name__)
@@ -79,12 +80,10 @@ class _PermissionClient:
     ) -> RequestPermissionResponse:
         if self._policy == "ask":
             return await self._asked_answer(tool_call)
-        kinds = ("allow_once", "allow_always") if self._policy == "allow" else ("reject_once", "reject_always")
-        for kind in kinds:
-            chosen = next((o for o in options if o.kind == kind), None)
-            if chosen is not None:
-                return _selected(chosen.option_id)
-        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        chosen = policy_answer(options, allow=self._policy == "allow")
+        if chosen is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return _selected(chosen)
 
     async def _asked_answer(self, tool_call: Any) -> RequestPermissionResponse:
         # The observer queued this request (with its future) before the package called us.

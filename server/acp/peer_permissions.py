@@ -70,6 +70,18 @@ def offered_options(raw: Any) -> list[PermissionOption]:
     return options
 
 
+def policy_answer(options: list[Any], allow: bool) -> str | None:
+    """The ``optionId`` taskwire answers with by itself (``permissions: allow`` / ``deny``): the
+    peer's first allow (or reject) option, once before always; ``None`` (cancelled) if it
+    offers none. ``options``: ``PermissionOption`` s of taskwire or of the ``acp`` package."""
+    kinds = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
+    for kind in kinds:
+        found = next((o for o in options if o.kind == kind), None)
+        if found is not None:
+            return found.option_id
+    return None
+
+
 def peer_answer(options: list[PermissionOption], outcome: str, option_id: str | None) -> str | None:
     """The ``optionId`` to send the peer for a resolution (``None``: a ``cancelled`` outcome).
     A person's or the policy's choice goes back unchanged; ``timed_out`` picks the peer's own

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.acp.helpers import HERE, agent_pids, last_per_call
-from tests.api.helpers import all_events, create
+from tests.acp.test_delegation import write_fake_acp_type
+from tests.api.helpers import all_events, create, scripted_agent
 from tests.permissions.helpers import answer, pending, pending_sets, reading, wait_pending
 from tests.servers import RunningServer, wait_for_status
 
@@ -159,3 +160,25 @@ async def test_interrupting_while_a_request_waits_cancels_it_and_tells_the_peer(
     # stops is answered cancelled too, and never filed.
     assert set(peer_received(tmp_path)) == {"cancelled"}
     assert (await answer(server, cid, main["request_id"], decision="allow")).status_code == 409
+
+
+async def test_an_acp_subagent_under_a_parent_that_asks_asks_too(forwarding_server: RunningServer, tmp_path: Path) -> None:
+    # A native root with `approval: always` delegates to an ACP sub-agent whose spec says
+    # nothing of permissions: the inherited policy makes its peer's request a person's.
+    server = forwarding_server
+    workspace = tmp_path / "project"
+    write_fake_acp_type(workspace, tmp_path / "agent.pids")
+    script = json.dumps({"lanes": [{"name": "main", "turns": [
+        {"tool_calls": [{"name": "task", "id": "call_delegate_1", "arguments": {
+            "description": "Ask through ACP", "prompt": "permission", "subagent_type": "fake-acp"}}]},
+        {"tool_calls": [{"name": "finish", "arguments": {"message": "delegated"}}]},
+    ]}]})
+    cid = (await create(server, agent=scripted_agent(script, approval="always"), workspace=str(workspace),
+                        initial_message="Delegate."))["id"]
+    [request] = await wait_pending(server, cid, 1)
+    assert (request["tool_call_id"], request["parent_tool_use_id"]) == ("main-p", "call_delegate_1")
+    assert [o["option_id"] for o in request["options"]] == ["yes", "no"]
+    assert (await answer(server, cid, request["request_id"], option_id="no")).status_code == 200
+    assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "finished"
+    call = last_per_call(await all_events(server, request["subagent_id"]))["main-p"]
+    assert (call["status"], call["raw_output"]) == ("failed", "permission: no")

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from server.acp.client import ACPSession, Incoming
 from server.acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, turn_usage
-from server.acp.peer_permissions import asked_permission, peer_answer
+from server.acp.peer_permissions import asked_permission, peer_answer, policy_answer
 from server.environment import peer_environment
 from server.errors import ACPError
 from server.events import Event
@@ -54,8 +54,13 @@ ignore it)."""
 class ACPBackend:
     """Drives one conversation through an ACP agent subprocess. Implements ``AgentBackend``."""
 
-    def __init__(self, spec: ACPAgentSpec, *, command: str, args: list[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(
+        self, spec: ACPAgentSpec, *, command: str, args: list[str], env: dict[str, str], cwd: Path, policy_asks: bool = False
+    ) -> None:
         self.spec = spec
+        self.asks = spec.permissions == "ask" or policy_asks
+        """Whether the peer's requests come to the backend: ``permissions: "ask"``, or a tree
+        ``approval`` policy (inherited from a native parent) that may name the peer's tools."""
         self.command = command
         self.args = args
         self.env = env
@@ -84,6 +89,7 @@ class ACPBackend:
             args=[_project_path(arg, cwd) for arg in spec.args],
             env=peer_environment(spec.env),
             cwd=cwd,
+            policy_asks=not host.approval.never,
         )
 
     # -- runs and turns ---------------------------------------------------------------------
@@ -265,6 +271,9 @@ class ACPBackend:
                 return
             # Filed where the call's own events go: its remembered lane's sub-agent, else here.
             asker = self.lane_host(host, call.parent if call is not None else None)
+            if self.spec.permissions != "ask" and not asker.approval.asks(asked.tool_name):
+                option_id = policy_answer(asked.options, allow=self.spec.permissions == "allow")
+                return  # the tree's policy does not name this tool: answered as configured
             resolution = await asker.request_permission(
                 tool_call_id=asked.tool_call_id, tool_name=asked.tool_name, title=asked.title,
                 arguments=asked.arguments, options=asked.options,
@@ -298,7 +307,7 @@ class ACPBackend:
             env=self.env,
             cwd=self.cwd,
             session_mode=self.spec.session_mode,
-            permissions=self.spec.permissions,
+            permissions="ask" if self.asks else self.spec.permissions,
             startup_timeout=self.spec.startup_timeout,
             session_meta=CLAUDE_SUBAGENT_TEXT if self.spec.subagent_text else None,
         )
