@@ -42,9 +42,10 @@ from claude_agent_sdk import (
 
 from server.claude_sdk.actions import ROOT, Action, CountUsage, Emit, Lane, TurnEnded
 from server.claude_sdk.lanes import LaneState, StreamBlock
+from server.claude_sdk.results import answers_prompt, result_usage
 from server.claude_sdk.tool_calls import ToolCall, result_text
 from server.events.closing import closing_text
-from server.events import MessageEvent, StreamingDeltaEvent, SubagentFinishedEvent, SubagentStartedEvent, Usage
+from server.events import MessageEvent, StreamingDeltaEvent, SubagentFinishedEvent, SubagentStartedEvent
 from server.events.models import SubagentStatus
 
 # Claude Code's task and Agent-result statuses, as a taskwire sub-agent's outcome.
@@ -83,13 +84,23 @@ class ClaudeDispatcher:
         return state.task_id if state is not None else None
 
     def lane_asking(self, tool_use_id: str | None, agent_id: str | None) -> tuple[bool, Lane]:
-        """``(True, lane)`` a ``can_use_tool`` call comes from (its call's, else the sub-agent's
-        whose task is ``agent_id``); ``(False, ROOT)`` while ``feed`` has seen neither."""
+        """Where a ``can_use_tool`` call comes from: ``(True, lane)`` of the call ``tool_use_id``
+        once ``feed`` saw it; before that ``(False, lane)`` of the sub-agent whose task is
+        ``agent_id``, or ``ROOT``."""
         call = self._calls.get(tool_use_id or "")
         if call is not None:
             return True, call.lane
         task_lane = self._tasks.get(agent_id or "")
-        return (True, task_lane) if task_lane is not None else (False, ROOT)
+        return False, task_lane if task_lane is not None else ROOT
+
+    def permission_wait(self, tool_use_id: str | None, waiting: bool) -> list[Action]:
+        """A call waits for a person's answer (``pending``: it has not run yet, so the closing
+        rule cancels it), or was allowed and runs (``in_progress``)."""
+        call = self._calls.get(tool_use_id or "")
+        if call is None:
+            return []
+        call.ran = not waiting
+        return [Emit(call.lane, call.event("pending" if waiting else "in_progress"))]
 
     def parent_lane(self, lane: Lane) -> Lane:
         """The lane whose call spawned ``lane`` (``ROOT`` for a sub-agent of the main agent)."""
@@ -350,14 +361,14 @@ class ClaudeDispatcher:
 
     def _result(self, message: ResultMessage, out: list[Action]) -> None:
         root = self._lanes[ROOT]
-        usage = _result_usage(message.usage, root.meter.calls) or root.meter.total()
+        usage = result_usage(message.usage, root.meter.calls) or root.meter.total()
         root.meter.reset()
         if usage.llm_calls or usage.input_tokens or usage.output_tokens:
             out.append(CountUsage(ROOT, usage))
         if self._prompt_id is None and self.draining:
             self.draining = False  # the interrupted turn's result: it is over
             return
-        ours = self._prompt_id is not None and _answers(message, self._prompt_id)
+        ours = self._prompt_id is not None and answers_prompt(message, self._prompt_id)
         if self._prompt_id is not None and not ours:
             self.ignored += 1  # an earlier or injected turn's result; ours goes on
             return
@@ -379,19 +390,3 @@ class ClaudeDispatcher:
         else:
             out.append(TurnEnded(message.result if isinstance(message.result, str) else root.last_text))
 
-
-def _answers(message: ResultMessage, prompt_id: str) -> bool:
-    """Whether ``message`` ends the turn of the prompt sent with ``prompt_id``."""
-    uuids = message.user_message_uuids or ([message.user_message_uuid] if message.user_message_uuid else [])
-    if uuids:
-        return prompt_id in uuids
-    # Older CLIs name no prompt: a result nobody injected answers the prompt in flight.
-    return message.origin is None
-
-
-def _result_usage(usage: Any, calls: int) -> Usage | None:
-    if not isinstance(usage, dict):
-        return None
-    count = {key: int(usage.get(name) or 0) for key, name in (
-        ("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"), ("cache_read_tokens", "cache_read_input_tokens"))}
-    return Usage(**count, llm_calls=calls)

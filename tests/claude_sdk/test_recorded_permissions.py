@@ -53,6 +53,9 @@ async def test_replayed_can_use_tool_calls_are_filed_under_the_asking_subagents(
             kinds = [(e["kind"], e.get("tool_call_id")) for e in stream]
             assert kinds.index(("ACPToolCallEvent", request["tool_call_id"])) < kinds.index(
                 ("PermissionRequestEvent", request["tool_call_id"]))
+            # While it waited the call was pending; allowed, it ran.
+            statuses = [e["status"] for e in stream if e["kind"] == "ACPToolCallEvent" and e["tool_call_id"] == request["tool_call_id"]]
+            assert statuses[:2] == ["in_progress", "pending"] and statuses[-1] in ("completed", "failed")
         outcomes = {e["tool_call_id"]: e["status"] for e in await pending(server, cid, status="all")}
         assert outcomes == {MAIN_CALL: "allowed", CALL_A: "allowed", CALL_B: "rejected"}
         # The recorded denial came back to B as an error result; B went on and finished.
@@ -68,3 +71,18 @@ async def test_without_ask_the_recorded_callbacks_are_not_made(tmp_path: Path) -
         assert await pending(server, cid, status="all") == []
         assert not [e for e in await all_events(server, cid) if e["kind"] == "ConversationStateUpdateEvent"
                     and e["key"] == "pending_permissions"]
+
+
+async def test_interrupting_while_a_recorded_call_waits_cancels_it_and_its_call(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        cid = (await create(server, agent=replay_agent(RECORDING, permissions="ask"), initial_message="go"))["id"]
+        [main] = await wait_pending(server, cid, 1)
+        assert (await server.client.post(f"/api/conversations/{cid}/interrupt")).status_code < 300
+        assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "paused"
+        [entry] = await pending(server, cid, status="all")
+        assert (entry["request_id"], entry["status"]) == (main["request_id"], "cancelled")
+        assert entry["resolution"]["answered_by"] == "server"
+        # It never ran: the closing rule ends it cancelled.
+        calls = [e for e in await all_events(server, cid) if e.get("tool_call_id") == MAIN_CALL and e["kind"] == "ACPToolCallEvent"]
+        assert calls[-1]["status"] == "cancelled"
+        assert (await answer(server, cid, main["request_id"], decision="allow")).status_code == 409

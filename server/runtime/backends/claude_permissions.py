@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
 
-from server.claude_sdk import ROOT, ClaudeDispatcher, Lane
+from server.claude_sdk import ROOT, Action, ClaudeDispatcher, Lane
 from server.permissions.requests import refusal_text, request_title
 from server.runtime.backends.base import AgentHost
 
@@ -32,10 +32,18 @@ class ClaudePermissions:
     """The ``can_use_tool`` callback of one Claude Code session, and the requests it has waiting."""
 
     def __init__(
-        self, dispatcher: ClaudeDispatcher, hosts: dict[Lane, AgentHost], lock: asyncio.Lock, *, ask_all: bool
+        self,
+        dispatcher: ClaudeDispatcher,
+        hosts: dict[Lane, AgentHost],
+        lock: asyncio.Lock,
+        apply: Callable[[list[Action]], Awaitable[None]],
+        *,
+        ask_all: bool,
     ) -> None:
         self._dispatcher = dispatcher
         self._hosts = hosts
+        self._apply = apply
+        """Carries out the dispatcher's actions (the backend's ``_apply``), under ``lock``."""
         self._lock = lock
         """Held while a message is fed and its actions carried out: looked up under it, a call
         the dispatcher knows has had its event emitted, so the request comes after it."""
@@ -56,6 +64,7 @@ class ClaudePermissions:
         host = self._hosts.get(lane) or self._hosts[ROOT]
         if not (self._ask_all or host.approval.asks(tool_name)):
             return PermissionResultDeny(message=f"{tool_name} needs permission, and this agent's approval policy does not ask for it.")
+        await self._waiting(context.tool_use_id, True)
         ask = asyncio.ensure_future(host.request_permission(
             tool_call_id=context.tool_use_id or "", tool_name=tool_name,
             title=context.title or request_title(tool_name, tool_input), arguments=tool_input,
@@ -76,22 +85,28 @@ class ClaudePermissions:
         finally:
             self._asks.pop(ask, None)
         if resolution.allowed:
+            await self._waiting(context.tool_use_id, False)
             return PermissionResultAllow()
         return PermissionResultDeny(message=refusal_text(tool_name, resolution.outcome, resolution.reason))
+
+    async def _waiting(self, tool_use_id: str | None, waiting: bool) -> None:
+        # The call shows ``pending`` while it waits (it has not run), ``in_progress`` once allowed.
+        async with self._lock:
+            await self._apply(self._dispatcher.permission_wait(tool_use_id, waiting))
 
     async def _lane(self, tool_use_id: str | None, agent_id: str | None) -> Lane:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + LANE_WAIT
         while True:
             async with self._lock:
-                known, lane = self._dispatcher.lane_asking(tool_use_id, agent_id)
+                seen, lane = self._dispatcher.lane_asking(tool_use_id, agent_id)
                 waiting = self._fed
-            if known and lane in self._hosts:
+            if seen and lane in self._hosts:
                 return lane
             remaining = deadline - loop.time()
             if remaining <= 0:
-                log.info("claude_sdk: permission for %s filed in the main agent: its lane is unknown", tool_use_id)
-                return ROOT
+                log.info("claude_sdk: call %s never came through; its permission is filed by agent_id", tool_use_id)
+                return lane if lane in self._hosts else ROOT
             try:
                 await asyncio.wait_for(waiting.wait(), remaining)
             except TimeoutError:

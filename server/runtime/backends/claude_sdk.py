@@ -47,7 +47,10 @@ class ClaudeSDKBackend:
         self.dispatcher = ClaudeDispatcher()
         self._hosts: dict[Lane, AgentHost] = {}
         self._lock = asyncio.Lock()
-        self.permissions = ClaudePermissions(self.dispatcher, self._hosts, self._lock, ask_all=spec.permissions == "ask") if ask else None
+        self.permissions = (
+            ClaudePermissions(self.dispatcher, self._hosts, self._lock, self._apply, ask_all=spec.permissions == "ask")
+            if ask else None
+        )
         """The ``can_use_tool`` callback's side, when a person answers Claude Code's asks."""
         self.source: MessageSource = source  # type: ignore[assignment]
         self._pump: asyncio.Task[None] | None = None
