@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 import websockets
 from common import ROOT, isolated_settings, taskwire_server
-from permissions import quantiles
+from permissions import answer_timed, quantiles
 from rich.console import Console
 from rich.table import Table
 
@@ -60,13 +60,7 @@ async def run(folder: Path, calls: int) -> dict[str, list[float]]:
                     figures["update"].append(now - frame["raw_input"]["sent"])
                 elif kind == "PermissionRequestEvent":
                     figures["request"].append(now - frame["arguments"]["sent"])
-                    began = time.perf_counter()
-                    missing = await client.post(f"{path}/no-such-request", json={"option_id": "yes-once"})
-                    assert missing.status_code == 404, missing.text
-                    figures["noop"].append(time.perf_counter() - began)
-                    posted[frame["tool_call_id"]] = time.time()
-                    answered = await client.post(f"{path}/{frame['request_id']}", json={"option_id": "yes-once"})
-                    assert answered.status_code == 200, answered.text
+                    await answer_timed(client, path, frame, {"option_id": "yes-once"}, figures, posted)
                 elif kind == "ConversationStateUpdateEvent" and frame.get("key") == "status" \
                         and frame.get("value") in ("finished", "error"):
                     break

@@ -67,6 +67,21 @@ def quantiles(values: list[float]) -> str:
     return f"{statistics.median(ms):.2f} / {p99:.2f}"
 
 
+async def answer_timed(
+    client: httpx.AsyncClient, path: str, frame: dict[str, Any], body: dict[str, Any],
+    figures: dict[str, list[float]], posted: dict[str, float],
+) -> None:
+    """Time a POST to an unknown request (the ceiling, in ``figures["noop"]``), then answer the
+    request ``frame`` with ``body``, noting when in ``posted`` (by ``tool_call_id``)."""
+    began = time.perf_counter()
+    missing = await client.post(f"{path}/no-such-request", json=body)
+    assert missing.status_code == 404, missing.text
+    figures["noop"].append(time.perf_counter() - began)
+    posted[frame["tool_call_id"]] = time.time()
+    answered = await client.post(f"{path}/{frame['request_id']}", json=body)
+    assert answered.status_code == 200, answered.text
+
+
 async def answer_every_request(start: Any, socket_url: str, http_url: str, headers: dict[str, str], calls: int) -> dict[str, list[float]]:
     """Start the run (``start()`` returns its conversation id, after the socket is open),
     answer each request from the socket with a POST, and time both paths."""
@@ -85,13 +100,7 @@ async def answer_every_request(start: Any, socket_url: str, http_url: str, heade
                     figures["action"].append(now - seconds(frame["timestamp"]))
                 elif kind == "PermissionRequestEvent":
                     figures["request"].append(now - seconds(frame["timestamp"]))
-                    began = time.perf_counter()
-                    missing = await client.post(f"{path}/no-such-request", json={"decision": "allow"})
-                    assert missing.status_code == 404, missing.text
-                    figures["noop"].append(time.perf_counter() - began)
-                    posted[frame["tool_call_id"]] = time.time()
-                    answered = await client.post(f"{path}/{frame['request_id']}", json={"decision": "allow"})
-                    assert answered.status_code == 200, answered.text
+                    await answer_timed(client, path, frame, {"decision": "allow"}, figures, posted)
                 elif kind == "ObservationEvent" and frame.get("tool_call_id") in posted:
                     figures["answer"].append(seconds(frame["timestamp"]) - posted.pop(frame["tool_call_id"]))
                 elif kind == "ConversationStateUpdateEvent" and frame.get("key") == "status" \
