@@ -4,11 +4,12 @@ answer, and lands in the agent that asked."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from tests.api.helpers import all_events, create
+from tests.api.helpers import all_events, create, scripted_agent
 from tests.claude_sdk.watch import replay_agent
-from tests.permissions.helpers import answer, pending, reading, wait_pending
+from tests.permissions.helpers import answer, answer_each, pending, reading, wait_pending
 from tests.servers import isolated_settings, taskwire_server, wait_for_status
 
 RECORDING = Path(__file__).parent / "permission_subagents.sdk.jsonl"
@@ -86,3 +87,31 @@ async def test_interrupting_while_a_recorded_call_waits_cancels_it_and_its_call(
         calls = [e for e in await all_events(server, cid) if e.get("tool_call_id") == MAIN_CALL and e["kind"] == "ACPToolCallEvent"]
         assert calls[-1]["status"] == "cancelled"
         assert (await answer(server, cid, main["request_id"], decision="allow")).status_code == 409
+
+
+async def test_a_claude_sdk_subagent_under_a_parent_that_asks_asks_at_every_depth(tmp_path: Path) -> None:
+    # A native root with `approval: always` delegates to a claude_sdk type that says nothing of
+    # permissions: the inherited policy installs the callback, and each request lands in the
+    # agent that asks, two and three levels down.
+    workspace = tmp_path / "project"
+    folder = workspace / ".agents" / "agents"
+    folder.mkdir(parents=True)
+    front = {"name": "replayed-claude", "description": "Recorded Claude Code.",
+             "agent": {"kind": "claude_sdk", "replay": str(RECORDING)}}
+    (folder / "replayed-claude.md").write_text(f"---\n{json.dumps(front)}\n---\nUnused.\n")
+    script = json.dumps({"lanes": [{"name": "main", "turns": [
+        {"tool_calls": [{"name": "task", "id": "call_claude", "arguments": {
+            "description": "Hand to Claude", "prompt": "go", "subagent_type": "replayed-claude"}}]},
+        {"tool_calls": [{"name": "finish", "arguments": {"message": "delegated"}}]},
+    ]}]})
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        cid = (await create(server, agent=scripted_agent(script, approval="always"), workspace=str(workspace),
+                            initial_message="Delegate."))["id"]
+        answered = {r["tool_call_id"]: r for r in await answer_each(server, cid, 3, lambda r: {"decision": "allow"})}
+        assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "finished"
+        tree = {s["parent_tool_use_id"]: s for s in (await server.client.get(f"/api/conversations/{cid}/subagents")).json()}
+    claude = tree["call_claude"]["subagent_id"]
+    assert (answered[MAIN_CALL]["subagent_id"], answered[MAIN_CALL]["parent_tool_use_id"]) == (claude, "call_claude")
+    for call, spawner in ((CALL_A, AGENT_A), (CALL_B, AGENT_B)):
+        assert (answered[call]["subagent_id"], answered[call]["parent_tool_use_id"]) == (tree[spawner]["subagent_id"], spawner)
+        assert tree[spawner]["parent_subagent_id"] == claude
