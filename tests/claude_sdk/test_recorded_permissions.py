@@ -4,6 +4,7 @@ answer, and lands in the agent that asked."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -115,3 +116,14 @@ async def test_a_claude_sdk_subagent_under_a_parent_that_asks_asks_at_every_dept
     for call, spawner in ((CALL_A, AGENT_A), (CALL_B, AGENT_B)):
         assert (answered[call]["subagent_id"], answered[call]["parent_tool_use_id"]) == (tree[spawner]["subagent_id"], spawner)
         assert tree[spawner]["parent_subagent_id"] == claude
+
+
+async def test_a_person_taking_longer_than_the_idle_timeout_does_not_fail_the_turn(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        agent = replay_agent(RECORDING, permissions="ask", idle_timeout=0.5)
+        cid = (await create(server, agent=agent, initial_message="go"))["id"]
+        [main] = await wait_pending(server, cid, 1)
+        await asyncio.sleep(1.5)  # Claude Code is silent all that time: it waits for the answer
+        assert (await answer(server, cid, main["request_id"], decision="allow")).status_code == 200
+        await answer_each(server, cid, 2, lambda request: {"decision": "allow"})
+        assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "finished"

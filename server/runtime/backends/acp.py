@@ -110,6 +110,7 @@ class ACPBackend:
         stale = session.drain()
         if stale:
             log.debug("dropping %d message(s) the agent sent between turns", len(stale))
+            unanswered(stale)
         self._mapper.begin_turn()
         prompt = session.prompt(text)
         try:
@@ -133,6 +134,8 @@ class ACPBackend:
                 if exited_at is not None and clock() - exited_at > EXIT_GRACE:
                     await self.stop_turn(host, session, prompt, CloseReason.FAILED)
                     raise ACPError(f"ACP agent {session.label!r} exited during the turn: {session.exit_detail()}", code="acp_crashed")
+                if self._asks:
+                    heard_at = clock()  # it waits for a person, not the other way round
                 if clock() - heard_at > self.spec.idle_timeout:
                     await self.stop_turn(host, session, prompt, CloseReason.TIMEOUT)
                     raise ACPError(
@@ -153,7 +156,9 @@ class ACPBackend:
 
     async def finish_turn(self, host: AgentHost, session: ACPSession, prompt: asyncio.Task[Any]) -> str | None:
         """The prompt was answered: map what came with it, close what the agent left open."""
-        await self.apply(host, [a for item in session.drain() for a in self.map(item)])
+        late = session.drain()
+        unanswered(late)  # asked as the turn ended: nobody will wait for those answers
+        await self.apply(host, [a for item in late for a in self.map(item)])
         error = await session.prompt_error(prompt)
         if error is not None:
             await self.drop_asks(error.detail)
@@ -189,7 +194,9 @@ class ACPBackend:
             except TimeoutError:
                 pass
         if prompt.done():
-            await self.apply(host, [a for item in session.drain() for a in self.map(item)])
+            late = session.drain()
+            unanswered(late)
+            await self.apply(host, [a for item in late for a in self.map(item)])
         await self.apply(host, self._mapper.abort_turn(reason).actions)
         if not prompt.done() or not session.alive:
             await self.discard_session()
@@ -202,8 +209,7 @@ class ACPBackend:
                 if item.kind == "exited":
                     return
                 await self.apply(host, self.map(item))
-                if item.answer is not None:  # asked while stopping: nobody answers it now
-                    item.answer.set_result(None)
+                unanswered([item])  # asked while stopping: nobody answers it now
 
     # -- mapping and carrying out -----------------------------------------------------------
 
@@ -321,6 +327,13 @@ class ACPBackend:
 
     async def close(self) -> None:
         await self.discard_session()
+
+
+def unanswered(items: list[Incoming]) -> None:
+    """Answer the permission requests among ``items`` ``cancelled``: they come too late to ask."""
+    for item in items:
+        if item.answer is not None and not item.answer.done():
+            item.answer.set_result(None)
 
 
 def _project_path(value: str, cwd: Path) -> str:

@@ -53,6 +53,11 @@ class ClaudePermissions:
         self._fed = asyncio.Event()
         self._asks: dict[asyncio.Task[Any], Lane] = {}
 
+    @property
+    def waiting(self) -> bool:
+        """Whether a request waits for a person now."""
+        return bool(self._asks)
+
     def fed(self) -> None:
         """The dispatcher took another message: callbacks waiting for their call look again."""
         self._fed.set()

@@ -118,6 +118,8 @@ class ClaudeSDKBackend:
         assert self._turn_end is not None
         loop = asyncio.get_running_loop()
         while True:
+            if self.permissions is not None and self.permissions.waiting:
+                self._last_message = loop.time()  # Claude Code waits for a person: not idle
             quiet_for = loop.time() - self._last_message
             if quiet_for >= self.spec.idle_timeout:
                 raise ClaudeSDKError(
