@@ -12,7 +12,7 @@ from tests.acp.helpers import last_per_call
 from tests.acp.test_real_claude_code import all_gone, claude_code_acp, need_claude_agent_acp
 from tests.api.helpers import all_events, create
 from tests.llm.conftest import serve_mock
-from tests.permissions.helpers import answer_each, by_command, pending_sets
+from tests.permissions.helpers import answer, answer_each, by_command, pending, pending_sets, wait_pending
 from tests.servers import RunningServer, wait_for_status
 
 SCRIPT = Path(__file__).resolve().parents[1] / "permissions" / "scripts" / "claude_code_asks.yaml"
@@ -59,4 +59,25 @@ async def test_real_claude_code_asks_through_acp_and_each_answer_reaches_its_sub
     assert results[-1].get("is_error") is True
     assert pending_sets(await all_events(server, cid))[-1] == set()
     assert (await server.client.delete(f"/api/conversations/{cid}")).status_code == 204
+    await all_gone(tmp_path / "home")
+
+
+async def test_interrupting_real_claude_code_while_it_asks_cancels_the_request(
+    forwarding_server: RunningServer, tmp_path: Path
+) -> None:
+    need_claude_agent_acp()
+    server = forwarding_server
+    async with serve_mock(SCRIPT, tmp_path / "mock.jsonl") as mock:
+        agent = {**claude_code_acp(mock, tmp_path / "home", "default"), "permissions": "ask"}
+        cid = (await create(server, agent=agent, initial_message="Run the commands."))["id"]
+        [request] = await wait_pending(server, cid, 1)
+        assert (await server.client.post(f"/api/conversations/{cid}/interrupt")).status_code == 200
+        assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "paused"
+        [entry] = await pending(server, cid, status="all")
+        assert (entry["request_id"], entry["status"]) == (request["request_id"], "cancelled")
+        # The call never ran: whoever closes it (Claude Code or the closing rule), it is not open.
+        call = last_per_call(await all_events(server, cid))[request["tool_call_id"]]
+        assert call["status"] in ("cancelled", "failed")
+        assert (await answer(server, cid, request["request_id"], decision="allow")).status_code == 409
+        assert (await server.client.delete(f"/api/conversations/{cid}")).status_code == 204
     await all_gone(tmp_path / "home")
