@@ -1,5 +1,5 @@
-"""A bare ACP agent for ``bench/acp_peer_permissions.py``: each prompt runs ``N`` calls one after
-another, each asking ``session/request_permission`` and waiting for the answer.
+"""A bare ACP agent for ``bench/acp_peer_permissions.py``: each prompt runs ``N`` calls one
+after another, each asking ``session/request_permission`` and waiting for the answer.
 
     python acp_permission_peer.py N RECEIVED.jsonl
 

@@ -5,13 +5,14 @@ the answer reaches Claude Code. Skips without ``peers/node_modules`` (fails in C
 from __future__ import annotations
 
 import json
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 from tests.acp.helpers import last_per_call
 from tests.acp.test_real_claude_code import all_gone, claude_code_acp, need_claude_agent_acp
 from tests.api.helpers import all_events, create
-from tests.llm.conftest import serve_mock
+from tests.llm.conftest import RunningMock, serve_mock
 from tests.permissions.helpers import answer, answer_each, by_command, pending, pending_sets, wait_pending
 from tests.servers import RunningServer, wait_for_status
 
@@ -25,6 +26,16 @@ def decide(request: dict[str, Any]) -> dict[str, Any]:
     return {"option_id": next(o["option_id"] for o in request["options"] if o["kind"] == kind)}
 
 
+@asynccontextmanager
+async def asking_claude_code(server: RunningServer, tmp_path: Path) -> AsyncIterator[tuple[RunningMock, str]]:
+    """The real Claude Code, mode ``default``, ``permissions: "ask"``, running the script: the
+    mock and the conversation, started."""
+    need_claude_agent_acp()
+    async with serve_mock(SCRIPT, tmp_path / "mock.jsonl") as mock:
+        agent = {**claude_code_acp(mock, tmp_path / "home", "default"), "permissions": "ask"}
+        yield mock, (await create(server, agent=agent, initial_message="Run the commands."))["id"]
+
+
 def requests_of(log: Path, lane: str) -> list[dict[str, Any]]:
     return [json.loads(entry["body"]) for entry in map(json.loads, log.read_text().splitlines()) if entry["lane"] == lane]
 
@@ -32,11 +43,8 @@ def requests_of(log: Path, lane: str) -> list[dict[str, Any]]:
 async def test_real_claude_code_asks_through_acp_and_each_answer_reaches_its_subagent(
     forwarding_server: RunningServer, tmp_path: Path
 ) -> None:
-    need_claude_agent_acp()
     server = forwarding_server
-    async with serve_mock(SCRIPT, tmp_path / "mock.jsonl") as mock:
-        agent = {**claude_code_acp(mock, tmp_path / "home", "default"), "permissions": "ask"}
-        cid = (await create(server, agent=agent, initial_message="Run the commands."))["id"]
+    async with asking_claude_code(server, tmp_path) as (mock, cid):
         answered = by_command(await answer_each(server, cid, 3, decide))
         info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=240)
         assert info["status"] == "finished", info
@@ -65,11 +73,8 @@ async def test_real_claude_code_asks_through_acp_and_each_answer_reaches_its_sub
 async def test_interrupting_real_claude_code_while_it_asks_cancels_the_request(
     forwarding_server: RunningServer, tmp_path: Path
 ) -> None:
-    need_claude_agent_acp()
     server = forwarding_server
-    async with serve_mock(SCRIPT, tmp_path / "mock.jsonl") as mock:
-        agent = {**claude_code_acp(mock, tmp_path / "home", "default"), "permissions": "ask"}
-        cid = (await create(server, agent=agent, initial_message="Run the commands."))["id"]
+    async with asking_claude_code(server, tmp_path) as (_, cid):
         [request] = await wait_pending(server, cid, 1)
         assert (await server.client.post(f"/api/conversations/{cid}/interrupt")).status_code == 200
         assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "paused"

@@ -11,7 +11,7 @@ from typing import Any, AsyncIterator
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.api.socket_client import socket_url
-from tests.servers import RunningServer
+from tests.servers import RunningServer, wait_for_status
 from tests.services import wait_until
 
 WAIT = 60.0
@@ -161,3 +161,13 @@ async def answer_each(server: RunningServer, conversation_id: str, count: int, d
 def by_command(requests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Requests by the word their ``python3 -c 'print(...)'`` command prints."""
     return {r["arguments"]["command"].split('"')[1]: r for r in requests}
+
+
+async def answer_after_idle_timeout(server: RunningServer, conversation_id: str, others: int) -> str:
+    """Let the first request wait past a 0.5 s ``idle_timeout`` (the peer silent all along,
+    waiting), then allow it and the ``others`` that follow; the run's final status."""
+    [first] = await wait_pending(server, conversation_id, 1)
+    await asyncio.sleep(1.5)
+    assert (await answer(server, conversation_id, first["request_id"], decision="allow")).status_code == 200
+    await answer_each(server, conversation_id, others, lambda request: {"decision": "allow"})
+    return (await wait_for_status(server.client, conversation_id, {"finished", "error", "paused"}))["status"]
