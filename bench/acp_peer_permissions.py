@@ -75,19 +75,22 @@ async def run(folder: Path, calls: int) -> dict[str, list[float]]:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200, help="permission requests in the run")
-    args = parser.parse_args()
+    calls = parser.parse_args().calls
     console = Console(width=max(120, Console().width))
-    console.log(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {args.calls} requests")
+    console.log(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {calls} requests from a bridged peer")
     with tempfile.TemporaryDirectory() as tmp:
-        figures = await run(Path(tmp), args.calls)
-    table = Table(title=f"acp permissions: {args.calls} requests from a peer, each answered over REST (ms p50 / p99)")
-    for column in ("request from peer → root socket", "ceiling: peer's tool_call → socket",
-                   "answer POST → peer receives optionId", "ceiling: POST to an unknown request"):
+        figures = await run(Path(tmp), calls)
+    columns = {
+        "request from peer → root socket": "request",
+        "ceiling: peer's tool_call → socket": "update",
+        "answer POST → peer receives optionId": "answer",
+        "ceiling: POST to an unknown request": "noop",
+    }
+    table = Table(title=f"acp permissions: {calls} requests from a peer, each answered over REST (ms p50 / p99)")
+    for column in columns:
         table.add_column(column, justify="right")
-    table.add_row(quantiles(figures["request"]), quantiles(figures["update"]),
-                  quantiles(figures["answer"]), quantiles(figures["noop"]))
+    table.add_row(*(quantiles(figures[key]) for key in columns.values()))
     console.print(table)
-
 
 if __name__ == "__main__":
     asyncio.run(main())
