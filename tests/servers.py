@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -105,6 +106,15 @@ async def wait_for_status(
 
 class ServerProcess:
     """One ``taskwire serve`` process (a replica); its output goes to ``<folder>/<name>.log``."""
+
+    @classmethod
+    def sharing(cls, name: str, folder: Path, settings: Settings) -> ServerProcess:
+        """A process on ``settings``' database, forwarding on, none of this process's ``OH_*``
+        and no config file: the server to kill -9 and restart in-process on the same store."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
+        env.update(OH_DATABASE_URL=settings.resolved_database_url(), OH_FORWARD_SUBAGENT_EVENTS="true",
+                   OH_CONFIG_FILE=str(folder / "none.toml"))
+        return cls(name, folder, env)
 
     def __init__(self, name: str, folder: Path, env: dict[str, str]) -> None:
         self.name = name

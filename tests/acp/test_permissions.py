@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.acp.helpers import HERE, agent_pids, last_per_call
+from tests.acp.helpers import HERE, agent_pids, alive, last_per_call
 from tests.acp.test_delegation import write_fake_acp_type
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.permissions.helpers import answer, answer_after_idle_timeout, pending, pending_sets, reading, wait_pending
-from tests.servers import RunningServer, wait_for_status
+from tests.servers import RunningServer, ServerProcess, isolated_settings, taskwire_server, wait_for_status
+from tests.services import wait_until
 
 RECORDING = HERE / "fixtures" / "permission_subagents.acp.jsonl"
 REPLAY_AGENT = HERE / "replay_agent.py"
@@ -191,3 +192,29 @@ async def test_a_person_taking_longer_than_the_idle_timeout_does_not_fail_the_tu
     agent = {**replayed_peer(tmp_path), "idle_timeout": 0.5}
     cid = (await create(server, agent=agent, initial_message="go"))["id"]
     assert await answer_after_idle_timeout(server, cid, 2) == "finished"
+
+
+async def test_after_a_kill_and_a_restart_a_peers_waiting_request_is_cancelled(tmp_path: Path) -> None:
+    settings = isolated_settings(tmp_path, forward_subagent_events=True)
+    first = ServerProcess.sharing("first", tmp_path, settings)
+    await first.start()
+    try:
+        body = {"agent": replayed_peer(tmp_path), "initial_message": "go"}
+        cid = (await first.client.post("/api/conversations", json=body)).json()["id"]
+        [main] = await wait_pending(first, cid, 1)
+        assert (await answer(first, cid, main["request_id"], decision="allow")).status_code == 200
+        [from_a] = await wait_pending(first, cid, 1)
+        assert from_a["tool_call_id"] == CALL_A
+    finally:
+        await first.kill()
+        await first.client.aclose()
+
+    async with taskwire_server(settings) as server:
+        statuses = {e["request_id"]: e["status"] for e in await pending(server, cid, status="all")}
+        assert statuses == {main["request_id"]: "allowed", from_a["request_id"]: "cancelled"}
+        call = last_per_call(await all_events(server, from_a["subagent_id"]))[CALL_A]
+        assert call["status"] == "cancelled" and call["subagent_id"] == from_a["subagent_id"]  # it never ran
+        assert pending_sets(await all_events(server, cid))[-1] == set()
+        assert (await answer(server, cid, from_a["request_id"], decision="allow")).status_code == 409
+    for pid in agent_pids(tmp_path):  # the orphaned peer reads its closed stdin and exits
+        await wait_until(lambda: not alive(pid), timeout=30, what="the peer of the killed server to exit")
