@@ -78,3 +78,30 @@ async def test_claude_code_dying_while_a_request_waits_cancels_it(tmp_path: Path
             assert pending_sets(await all_events(server, cid))[-1] == set()
             late = await answer(server, cid, request["request_id"], decision="allow")
             assert late.status_code == 409
+
+
+async def test_cancelling_a_subagent_while_it_asks_cancels_its_request_and_its_sibling_goes_on(tmp_path: Path) -> None:
+    need_claude_code()
+    async with mock_llm(SCRIPT, tmp_path / "requests.jsonl") as mock:
+        async with taskwire_server(isolated_settings(tmp_path)) as server:
+            agent = claude_agent(mock, tmp_path / "home", permission_mode="default", permissions="ask")
+            cid = (await create(server, agent=agent, initial_message="Run the commands."))["id"]
+            [main] = await wait_pending(server, cid, 1)
+            assert (await answer(server, cid, main["request_id"], decision="allow")).status_code == 200
+            asking = by_command(await wait_pending(server, cid, 2))
+            a, b = asking["approved-a"], asking["rejected-b"]
+            cancelled = await server.client.post(f"/api/conversations/{cid}/subagents/{a['subagent_id']}/cancel")
+            assert cancelled.status_code == 202, cancelled.text
+            await wait_pending(server, cid, 1)  # only B's still waits
+            assert (await answer(server, cid, b["request_id"], decision="allow")).status_code == 200
+            info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=240)
+            assert info["status"] == "finished", info
+            statuses = {e["request_id"]: e for e in await pending(server, cid, status="all")}
+            subagents = {s["subagent_id"]: s for s in (await server.client.get(f"/api/conversations/{cid}/subagents")).json()}
+            a_stream = await all_events(server, a["subagent_id"])
+    assert statuses[a["request_id"]]["status"] == "cancelled"
+    assert statuses[a["request_id"]]["resolution"]["answered_by"] == "server"
+    assert statuses[b["request_id"]]["status"] == "allowed"
+    assert subagents[a["subagent_id"]]["status"] == "cancelled"
+    assert subagents[b["subagent_id"]]["status"] == "completed"
+    assert last_call(a_stream, a["tool_call_id"])["status"] in ("cancelled", "failed")
