@@ -218,3 +218,12 @@ async def test_after_a_kill_and_a_restart_a_peers_waiting_request_is_cancelled(t
         assert (await answer(server, cid, from_a["request_id"], decision="allow")).status_code == 409
     for pid in agent_pids(tmp_path):  # the orphaned peer reads its closed stdin and exits
         await wait_until(lambda: not alive(pid), timeout=30, what="the peer of the killed server to exit")
+
+
+async def test_a_request_nobody_answers_in_time_sends_the_peer_its_reject_option(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path, approval_timeout_s=0.5)) as server:
+        cid = (await create(server, agent=replayed_peer(tmp_path), initial_message="go"))["id"]
+        assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "finished"
+        outcomes = [(e["status"], e["resolution"]["answered_by"]) for e in await pending(server, cid, status="all")]
+    assert outcomes == [("timed_out", "timeout")] * 3
+    assert peer_received(tmp_path) == ["reject", "reject", "reject"]  # the peer's own reject option
