@@ -9,18 +9,31 @@ from __future__ import annotations
 import json
 import os
 import signal
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 from tests.api.helpers import all_events, create
-from tests.claude_sdk.real_claude import claude_agent, claude_children, mock_llm, need_claude_code
+from tests.claude_sdk.real_claude import Mock, claude_agent, claude_children, mock_llm, need_claude_code
 from tests.claude_sdk.watch import last_call
 from tests.permissions.helpers import answer, answer_each, by_command, pending, pending_sets, wait_pending
-from tests.servers import isolated_settings, taskwire_server, wait_for_status
+from tests.servers import RunningServer, isolated_settings, taskwire_server, wait_for_status
 
 SCRIPT = Path(__file__).resolve().parents[1] / "permissions" / "scripts" / "claude_code_asks.yaml"
 AGENT_A, AGENT_B = "toolu_main_1_0", "toolu_main_1_1"
 REASON = "not this one, b"
+
+
+@asynccontextmanager
+async def asking_claude(tmp_path: Path, **settings: Any) -> AsyncIterator[tuple[Mock, RunningServer, str]]:
+    """The real Claude Code, mode ``default``, ``permissions: "ask"``, running the script under
+    a server: the mock (its requests logged to ``tmp_path/requests.jsonl``), the server and the
+    conversation, started."""
+    need_claude_code()
+    async with mock_llm(SCRIPT, tmp_path / "requests.jsonl") as mock:
+        async with taskwire_server(isolated_settings(tmp_path, **settings)) as server:
+            agent = claude_agent(mock, tmp_path / "home", permission_mode="default", permissions="ask")
+            yield mock, server, (await create(server, agent=agent, initial_message="Run the commands."))["id"]
 
 
 def decide(request: dict[str, Any]) -> dict[str, Any]:
@@ -30,19 +43,15 @@ def decide(request: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_real_claude_code_asks_through_can_use_tool_and_a_denial_reaches_its_subagent(tmp_path: Path) -> None:
-    need_claude_code()
     log = tmp_path / "requests.jsonl"
-    async with mock_llm(SCRIPT, log) as mock:
-        async with taskwire_server(isolated_settings(tmp_path, forward_subagent_events=True)) as server:
-            agent = claude_agent(mock, tmp_path / "home", permission_mode="default", permissions="ask")
-            cid = (await create(server, agent=agent, initial_message="Run the commands."))["id"]
-            answered = by_command(await answer_each(server, cid, 3, decide))
-            info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=240)
-            assert info["status"] == "finished", info
-            subagents = {s["parent_tool_use_id"]: s["subagent_id"] for s in
-                         (await server.client.get(f"/api/conversations/{cid}/subagents")).json()}
-            streams = {spawner: await all_events(server, sub) for spawner, sub in subagents.items()}
-            root = await all_events(server, cid)
+    async with asking_claude(tmp_path, forward_subagent_events=True) as (mock, server, cid):
+        answered = by_command(await answer_each(server, cid, 3, decide))
+        info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=240)
+        assert info["status"] == "finished", info
+        subagents = {s["parent_tool_use_id"]: s["subagent_id"] for s in
+                     (await server.client.get(f"/api/conversations/{cid}/subagents")).json()}
+        streams = {spawner: await all_events(server, sub) for spawner, sub in subagents.items()}
+        root = await all_events(server, cid)
         assert mock.script.unused_steps() == [] and mock.script.failures == [] == mock.script.unscripted
     assert claude_children() == []
 
@@ -63,42 +72,34 @@ async def test_real_claude_code_asks_through_can_use_tool_and_a_denial_reaches_i
 
 
 async def test_claude_code_dying_while_a_request_waits_cancels_it(tmp_path: Path) -> None:
-    need_claude_code()
-    async with mock_llm(SCRIPT, tmp_path / "requests.jsonl") as mock:
-        async with taskwire_server(isolated_settings(tmp_path)) as server:
-            agent = claude_agent(mock, tmp_path / "home", permission_mode="default", permissions="ask")
-            cid = (await create(server, agent=agent, initial_message="Run the commands."))["id"]
-            [request] = await wait_pending(server, cid, 1)
-            for pid in claude_children():
-                os.kill(pid, signal.SIGKILL)
-            info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=60)
-            assert info["status"] == "error"
-            [entry] = await pending(server, cid, status="all")
-            assert entry["request_id"] == request["request_id"] and entry["status"] == "cancelled"
-            assert pending_sets(await all_events(server, cid))[-1] == set()
-            late = await answer(server, cid, request["request_id"], decision="allow")
-            assert late.status_code == 409
+    async with asking_claude(tmp_path) as (_, server, cid):
+        [request] = await wait_pending(server, cid, 1)
+        for pid in claude_children():
+            os.kill(pid, signal.SIGKILL)
+        info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=60)
+        assert info["status"] == "error"
+        [entry] = await pending(server, cid, status="all")
+        assert entry["request_id"] == request["request_id"] and entry["status"] == "cancelled"
+        assert pending_sets(await all_events(server, cid))[-1] == set()
+        late = await answer(server, cid, request["request_id"], decision="allow")
+        assert late.status_code == 409
 
 
 async def test_cancelling_a_subagent_while_it_asks_cancels_its_request_and_its_sibling_goes_on(tmp_path: Path) -> None:
-    need_claude_code()
-    async with mock_llm(SCRIPT, tmp_path / "requests.jsonl") as mock:
-        async with taskwire_server(isolated_settings(tmp_path)) as server:
-            agent = claude_agent(mock, tmp_path / "home", permission_mode="default", permissions="ask")
-            cid = (await create(server, agent=agent, initial_message="Run the commands."))["id"]
-            [main] = await wait_pending(server, cid, 1)
-            assert (await answer(server, cid, main["request_id"], decision="allow")).status_code == 200
-            asking = by_command(await wait_pending(server, cid, 2))
-            a, b = asking["approved-a"], asking["rejected-b"]
-            cancelled = await server.client.post(f"/api/conversations/{cid}/subagents/{a['subagent_id']}/cancel")
-            assert cancelled.status_code == 202, cancelled.text
-            await wait_pending(server, cid, 1)  # only B's still waits
-            assert (await answer(server, cid, b["request_id"], decision="allow")).status_code == 200
-            info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=240)
-            assert info["status"] == "finished", info
-            statuses = {e["request_id"]: e for e in await pending(server, cid, status="all")}
-            subagents = {s["subagent_id"]: s for s in (await server.client.get(f"/api/conversations/{cid}/subagents")).json()}
-            a_stream = await all_events(server, a["subagent_id"])
+    async with asking_claude(tmp_path) as (_, server, cid):
+        [main] = await wait_pending(server, cid, 1)
+        assert (await answer(server, cid, main["request_id"], decision="allow")).status_code == 200
+        asking = by_command(await wait_pending(server, cid, 2))
+        a, b = asking["approved-a"], asking["rejected-b"]
+        cancelled = await server.client.post(f"/api/conversations/{cid}/subagents/{a['subagent_id']}/cancel")
+        assert cancelled.status_code == 202, cancelled.text
+        await wait_pending(server, cid, 1)  # only B's still waits
+        assert (await answer(server, cid, b["request_id"], decision="allow")).status_code == 200
+        info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=240)
+        assert info["status"] == "finished", info
+        statuses = {e["request_id"]: e for e in await pending(server, cid, status="all")}
+        subagents = {s["subagent_id"]: s for s in (await server.client.get(f"/api/conversations/{cid}/subagents")).json()}
+        a_stream = await all_events(server, a["subagent_id"])
     assert statuses[a["request_id"]]["status"] == "cancelled"
     assert statuses[a["request_id"]]["resolution"]["answered_by"] == "server"
     assert statuses[b["request_id"]]["status"] == "allowed"
