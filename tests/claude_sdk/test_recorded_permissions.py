@@ -89,10 +89,9 @@ async def test_interrupting_while_a_recorded_call_waits_cancels_it_and_its_call(
         assert (await answer(server, cid, main["request_id"], decision="allow")).status_code == 409
 
 
-async def test_a_claude_sdk_subagent_under_a_parent_that_asks_asks_at_every_depth(tmp_path: Path) -> None:
-    # A native root with `approval: always` delegates to a claude_sdk type that says nothing of
-    # permissions: the inherited policy installs the callback, and each request lands in the
-    # agent that asks, two and three levels down.
+def delegating_to_replayed_claude(tmp_path: Path) -> tuple[Path, str]:
+    """A workspace with the project type ``replayed-claude`` (the recording, as a claude_sdk
+    sub-agent saying nothing of permissions), and a native script that hands it the job."""
     workspace = tmp_path / "project"
     folder = workspace / ".agents" / "agents"
     folder.mkdir(parents=True)
@@ -104,6 +103,14 @@ async def test_a_claude_sdk_subagent_under_a_parent_that_asks_asks_at_every_dept
             "description": "Hand to Claude", "prompt": "go", "subagent_type": "replayed-claude"}}]},
         {"tool_calls": [{"name": "finish", "arguments": {"message": "delegated"}}]},
     ]}]})
+    return workspace, script
+
+
+async def test_a_claude_sdk_subagent_under_a_parent_that_asks_asks_at_every_depth(tmp_path: Path) -> None:
+    # A native root with `approval: always` delegates to a claude_sdk type that says nothing of
+    # permissions: the inherited policy installs the callback, and each request lands in the
+    # agent that asks, two and three levels down.
+    workspace, script = delegating_to_replayed_claude(tmp_path)
     async with taskwire_server(isolated_settings(tmp_path)) as server:
         cid = (await create(server, agent=scripted_agent(script, approval="always"), workspace=str(workspace),
                             initial_message="Delegate."))["id"]
@@ -122,3 +129,22 @@ async def test_a_person_taking_longer_than_the_idle_timeout_does_not_fail_the_tu
         agent = replay_agent(RECORDING, permissions="ask", idle_timeout=0.5)
         cid = (await create(server, agent=agent, initial_message="go"))["id"]
         assert await answer_after_idle_timeout(server, cid, 2) == "finished"
+
+
+async def test_under_a_policy_that_names_other_tools_nobody_is_asked(tmp_path: Path) -> None:
+    # `approval: [terminal]` installs the callback below, but Claude Code's Bash is not named:
+    # it is refused at once, as without a callback, and no request is filed.
+    workspace, script = delegating_to_replayed_claude(tmp_path)
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        cid = (await create(server, agent=scripted_agent(script, approval=["terminal"]), workspace=str(workspace),
+                            initial_message="Delegate."))["id"]
+        assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "finished"
+        assert await pending(server, cid, status="all") == []
+
+
+async def test_a_recorded_call_nobody_answers_in_time_is_denied(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path, approval_timeout_s=0.5)) as server:
+        cid = (await create(server, agent=replay_agent(RECORDING, permissions="ask"), initial_message="go"))["id"]
+        assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "finished"
+        outcomes = [(e["status"], e["resolution"]["answered_by"]) for e in await pending(server, cid, status="all")]
+    assert outcomes == [("timed_out", "timeout")] * 3
