@@ -227,3 +227,14 @@ async def test_a_request_nobody_answers_in_time_sends_the_peer_its_reject_option
         outcomes = [(e["status"], e["resolution"]["answered_by"]) for e in await pending(server, cid, status="all")]
     assert outcomes == [("timed_out", "timeout")] * 3
     assert peer_received(tmp_path) == ["reject", "reject", "reject"]  # the peer's own reject option
+
+
+async def test_deleting_the_conversation_while_a_request_waits_tells_the_peer_and_ends_it(
+    forwarding_server: RunningServer, tmp_path: Path
+) -> None:
+    server = forwarding_server
+    cid = (await create(server, agent=replayed_peer(tmp_path), initial_message="go"))["id"]
+    await wait_pending(server, cid, 1)
+    assert (await server.client.delete(f"/api/conversations/{cid}")).status_code == 204
+    assert peer_received(tmp_path)[0] == "cancelled"
+    assert not any(alive(pid) for pid in agent_pids(tmp_path))
