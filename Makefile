@@ -13,7 +13,7 @@ PHOENIX_LOCK := tests/telemetry/phoenix-requirements.txt
 CLIENT_STAMPS := clients/acp/node_modules/.installed clients/agui/node_modules/.installed
 DEMO_SCRIPT ?= config/demo/two_subagents.yaml
 
-.PHONY: run test bench setup peers clients acp-client agui-client phoenix services browser clean
+.PHONY: run test bench bench-peers setup peers clients acp-client agui-client phoenix services browser clean
 
 setup: $(VENV_STAMP)
 
@@ -69,5 +69,12 @@ test: setup peers clients phoenix services browser
 bench: setup clients services
 	$(PY) bench/run_all.py
 
+# The OpenHands agent-server 1.58.2 beside taskwire on one conversation of 1 M events (long: the
+# peer takes minutes to answer at that size). It installs the peer into its own Python 3.12 venv
+# (bench/peers/.venv-openhands, pinned by bench/peers/openhands-requirements.txt), and skips with
+# the reason when no Python 3.12 is found. BENCH_PEERS_ARGS="--events 100000" for a quicker run.
+bench-peers: setup
+	$(PY) bench/peers/openhands.py $(BENCH_PEERS_ARGS)
+
 clean:
-	rm -rf $(VENV) $(PHOENIX_VENV) peers/node_modules clients/*/node_modules workspace .pytest_cache
+	rm -rf $(VENV) $(PHOENIX_VENV) bench/peers/.venv-openhands peers/node_modules clients/*/node_modules workspace .pytest_cache
