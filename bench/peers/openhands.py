@@ -45,16 +45,16 @@ import servers  # noqa: E402
 import taskwire_events  # noqa: E402
 from workload import middle_index  # noqa: E402
 
-console = Console()
+console = Console(width=200)
 START_TIMEOUT = 3600.0
 # (label, key, unit, lower is better)
 ROWS = [
     ("start → first events response", "first_response", "s", True),
-    ("page of 100: first (p50)", "page_first", "ms", True),
-    ("page of 100: middle (p50)", "page_middle", "ms", True),
-    ("page of 100: newest (p50)", "page_newest", "ms", True),
-    ("count by kind (p50)", "count_kind", "ms", True),
-    ("search, word in 1 % of events, first page (p50)", "search_rare", "ms", True),
+    ("page of 100: first, p50", "page_first", "ms", True),
+    ("page of 100: middle, p50", "page_middle", "ms", True),
+    ("page of 100: newest, p50", "page_newest", "ms", True),
+    ("count by kind, p50", "count_kind", "ms", True),
+    ("search, word in 1 % of events, first page, p50", "search_rare", "ms", True),
     ("full WebSocket replay", "replay_rate", "events/s", False),
     ("live POST → socket p50", "live_p50", "ms", True),
     ("live POST → socket p99", "live_p99", "ms", True),
@@ -183,7 +183,7 @@ def report(runs: list[tuple[str, dict[str, Any], str, str]], count: int, built: 
     for n, (side, _, before, after) in enumerate(runs, 1):
         table.add_column(f"{n}. {side}\nload {before}\n→ {after}", justify="right")
     for label, key, unit, _ in ROWS:
-        table.add_row(f"{label} ({unit})", *(_cell(figures[key], unit) for _, figures, _, _ in runs))
+        table.add_row(f"{label}, {unit}", *(_cell(figures[key], unit) for _, figures, _, _ in runs))
     table.add_row("checks: count, rare hits, middle page", *(
         f"{f['checks']['count_kind']:,} / {f['checks']['search_rare']} / {f['checks']['page_middle']}" for _, f, _, _ in runs))
     console.print(table)
