@@ -94,8 +94,11 @@ async def test_allow_always_holds_for_that_tool_in_the_whole_tree(tmp_path: Path
         everything = await all_events(server, cid, include_subagents="true")
         outputs = [e["content"] for e in everything if e["kind"] == "ObservationEvent" and e["tool_name"] == "terminal"]
         assert sorted(o.split()[-1] for o in outputs) == ["one", "sub", "three", "two"]
-        # Only the two that waited for a person were ever pending.
-        assert max(len(s) for s in pending_sets(await all_events(server, cid))) == 2
+        # Only the two that waited for a person were ever pending. The stored sets follow the
+        # changes in order but may skip one that lasted less than a write (both requests were
+        # resolved at once here), so the pair may or may not have been stored together.
+        sets = pending_sets(await all_events(server, cid))
+        assert 1 <= max(len(s) for s in sets) <= 2 and not sets[-1]
 
 
 async def test_a_request_nobody_answers_in_time_is_timed_out_and_the_model_goes_on(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ def test_close_codes_are_pinned() -> None:
         "BAD_REQUEST": 4000,
         "UNAUTHORIZED": 4001,
         "UNKNOWN_CONVERSATION": 4004,
+        "TRY_AGAIN_LATER": 1013,
         "TOO_SLOW": 4008,
         "TOO_MANY_SUBSCRIBERS": 4029,
     }
