@@ -13,6 +13,7 @@ Our exception hierarchy::
     │   └── PermissionResolved
     ├── BadRequest                    400
     │   ├── InvalidPageId
+    │   ├── InvalidWorkspace
     │   ├── InvalidBody               422
     │   └── InvalidPermissionAnswer   422
     ├── Unauthorized                  401 / close 4001
@@ -110,6 +111,12 @@ class InvalidPageId(BadRequest):
             f"page_id {page_id!r} is not one this server handed out for this query; "
             "start again without page_id"
         )
+
+
+class InvalidWorkspace(BadRequest):
+    """A workspace outside the workspace roots, or a name no folder can have."""
+
+    code = "invalid_workspace"
 
 
 class InvalidBody(BadRequest):

@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     """Accepted API keys (JSON list). Empty: no auth, loopback only."""
     workspace_path: Path = Path("workspace")
     """Where conversations' workspaces and the default SQLite database live."""
+    workspace_roots: list[Path] = Field(default_factory=list)
+    """More folders a request's ``workspace`` may lie under (JSON list of paths), besides
+    ``OH_WORKSPACE_PATH``; anything outside them all is refused (400 ``invalid_workspace``)."""
     database_url: str | None = None
     """``sqlite:///path`` or ``postgresql://...``; default SQLite under the workspace path."""
     redis_url: str | None = None
@@ -165,6 +168,10 @@ class Settings(BaseSettings):
     def config_dir(self) -> Path:
         """The folder of the TOML settings file (where the demo scripts live)."""
         return Path(self.config_file or DEFAULT_CONFIG_FILE).resolve().parent
+
+    def workspace_roots_resolved(self) -> list[Path]:
+        """Every folder a workspace may lie under, resolved: ``workspace_path`` first."""
+        return [self.workspace_path.resolve(), *(root.resolve() for root in self.workspace_roots)]
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to SQLite under the workspace path."""

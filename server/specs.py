@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 ToolName = Literal["terminal", "file_editor", "task", "think", "finish"]
 DEFAULT_TOOLS: list[str] = ["terminal", "file_editor", "task", "think", "finish"]
@@ -110,7 +110,22 @@ class ClaudeSDKAgentSpec(_Spec):
     starting Claude Code: each prompt plays the transcript's next turn. For demos and tests."""
 
 
-AgentSpec = Annotated[Union[NativeAgentSpec, ACPAgentSpec, ClaudeSDKAgentSpec], Field(discriminator="kind")]
+def _kind(value: Any) -> Any:
+    """The spec's ``kind``; an object without one is a native agent (its ``kind`` has a default)."""
+    if isinstance(value, dict):
+        return value.get("kind", "native")
+    return getattr(value, "kind", None)
+
+
+AgentSpec = Annotated[
+    Union[
+        Annotated[NativeAgentSpec, Tag("native")],
+        Annotated[ACPAgentSpec, Tag("acp")],
+        Annotated[ClaudeSDKAgentSpec, Tag("claude_sdk")],
+    ],
+    Discriminator(_kind, custom_error_type="invalid_agent_kind",
+                  custom_error_message="agent.kind must be native, acp or claude_sdk"),
+]
 
 
 def redact(agent: dict[str, Any]) -> dict[str, Any]:

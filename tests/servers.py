@@ -75,6 +75,7 @@ def isolated_settings(tmp_path: Path, **overrides: Any) -> Settings:
         "workspace_path": tmp_path / "workspace",
         "database_url": f"sqlite:///{tmp_path / 'taskwire.db'}",
         "llm_api": "scripted",
+        "workspace_roots": [tmp_path],  # a test's own folders are workspaces too
     }
     values.update(overrides)
     return Settings(**values)

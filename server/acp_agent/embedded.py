@@ -43,7 +43,11 @@ class EmbeddedConversations:
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
             raise BadRequest(f"invalid conversation: {problems}", code="invalid_request") from exc
-        record = await self.runtime.create(body.agent.model_dump(exclude_none=True), workspace=body.workspace, run=False)
+        # The editor that started this process over stdio is its operator: the folder it has
+        # open is its to work in, wherever it lies (a remote server confines it instead).
+        record = await self.runtime.create(
+            body.agent.model_dump(exclude_none=True), workspace=body.workspace, run=False, confined=False
+        )
         return await self._info(record)
 
     async def info(self, conversation_id: str) -> ConversationInfo:

@@ -20,6 +20,7 @@ from server.errors import BadRequest, Conflict, ConversationNotFound, NotFound
 from server.runtime import Runtime
 from server.specs import NativeAgentSpec
 from server.store import ConversationRecord
+from server.store.base import MAX_SEQ
 
 router = APIRouter(tags=["agui"])
 
@@ -56,7 +57,7 @@ async def run_agent(request: Request) -> AguiStream:
 async def follow_thread(
     thread_id: str,
     request: Request,
-    after_seq: int | None = Query(default=None, ge=0, description="Resume after this seq (Last-Event-ID wins)."),
+    after_seq: int | None = Query(default=None, ge=0, le=MAX_SEQ, description="Resume after this seq (Last-Event-ID wins)."),
     until: Literal["idle"] | None = Query(default=None, description="idle: end once no run is going."),
     run_id: str | None = Query(default=None, min_length=1, max_length=200, description="Name the first run."),
 ) -> AguiStream:

@@ -5,11 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from server.events import Usage
 from server.specs import AgentSpec, NativeAgentSpec, redact
 from server.store import ConversationRecord
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)  # "left out", which the schema's type cannot say
 
 
 class CreateConversation(BaseModel):
@@ -18,12 +23,22 @@ class CreateConversation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent: AgentSpec = Field(default_factory=NativeAgentSpec)
-    workspace: str | None = None
-    """A folder for the agent; default a fresh one under ``OH_WORKSPACE_PATH``."""
-    initial_message: str | None = None
+    workspace: str | None = Field(default=None, min_length=1, max_length=4096, pattern="^[^\x00]*$")
+    """A folder for the agent, under ``OH_WORKSPACE_PATH`` (a relative name is taken from there)
+    or one of ``OH_WORKSPACE_ROOTS``; default a fresh one under ``OH_WORKSPACE_PATH``. Outside
+    them: 400 ``invalid_workspace``."""
+    initial_message: str | SkipJsonSchema[None] = Field(default=None, json_schema_extra=_no_default)
+    """The first user message. Leave it out (``null`` is refused) to create the conversation idle."""
     run: bool | None = None
     """Start working on ``initial_message`` at once (default: whenever there is one). A
     conversation without a message is created ``idle``; ``run: true`` without one is a 400."""
+
+    @field_validator("initial_message", mode="before")
+    @classmethod
+    def _text_or_left_out(cls, value: Any) -> Any:
+        if value is None:  # only an explicit null gets here: a default is not validated
+            raise ValueError("must be text; leave it out to create the conversation idle")
+        return value
 
 
 class SendMessage(BaseModel):

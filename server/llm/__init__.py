@@ -58,5 +58,5 @@ def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
 
 def script_roots(settings: Settings) -> list[Path]:
     """Where a script file named in a request may lie: the config folder (the demo scripts)
-    and the workspace roots."""
-    return [settings.config_dir, settings.workspace_path.resolve()]
+    and the workspace roots (``OH_WORKSPACE_PATH`` and ``OH_WORKSPACE_ROOTS``)."""
+    return [settings.config_dir, *settings.workspace_roots_resolved()]

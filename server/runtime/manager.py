@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.bus import Bus
@@ -35,6 +34,7 @@ from server.runtime.ownership import Ownership, owned
 from server.runtime.recovery import close_interrupted_calls
 from server.runtime.task_manager import TaskManager
 from server.runtime.tree import subagent_entries
+from server.runtime.workspaces import prepare_workspace
 from server.settings import Settings
 from server.store import ConversationRecord, Store
 from server.store.owned import settle
@@ -138,16 +138,15 @@ class Runtime(PermissionCommands):
         initial_message: str | None = None,
         run: bool = True,
         conversation_id: str | None = None,
+        confined: bool = True,
     ) -> ConversationRecord:
         """A new root conversation. ``conversation_id``: an id the client chose (a protocol
         whose client names the thread, as AG-UI's does); raises ``Conflict``
-        (``conversation_exists``) when it is taken."""
+        (``conversation_exists``) when it is taken. ``workspace`` must lie under a workspace
+        root (``workspaces.py``; ``InvalidWorkspace`` otherwise) unless ``confined`` is false."""
         conversation_id = conversation_id or new_id()
-        folder = Path(workspace) if workspace else self.settings.workspace_path / conversation_id
-        folder.mkdir(parents=True, exist_ok=True)
-        record = ConversationRecord(
-            id=conversation_id, root_id=conversation_id, agent=agent, workspace=str(folder.resolve())
-        )
+        folder = prepare_workspace(self.settings, workspace, conversation_id, confined=confined)
+        record = ConversationRecord(id=conversation_id, root_id=conversation_id, agent=agent, workspace=str(folder))
         try:
             await self.store.create_conversation(record)
         except ValueError as exc:  # the store's "id taken"

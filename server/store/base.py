@@ -20,6 +20,9 @@ from server.store.health import StoreHealth
 T = TypeVar("T")
 SortOrder = Literal["TIMESTAMP", "TIMESTAMP_DESC"]
 MAX_PAGE = 100
+MAX_SEQ = 2**63 - 1
+"""The largest ``seq`` a store can hold (a signed 64-bit column in both databases): a bound
+anything taking a ``seq`` from a client checks first."""
 
 
 @dataclass(frozen=True, slots=True)

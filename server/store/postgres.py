@@ -33,6 +33,7 @@ from server.store.postgres_conversations import PostgresConversationStore
 from server.store.postgres_pool import PostgresPool
 from server.store.postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
 from server.store.rows import check_deletable, event_record
+from server.store.server_secrets import PAGE_KEY, draw, postgres_secret
 
 T = TypeVar("T")
 _TREE = "(SELECT id FROM trees WHERE root_id = {})"
@@ -168,6 +169,7 @@ class PostgresStore(PostgresConversationStore):
         self._fold_after = fold_after
         self._commit: _CounterCommit | None = None
         self._append_observer: Callable[[float], None] | None = None
+        self._page_key = bytes.fromhex(draw())  # replaced by the database's own on open
 
     @property
     def pool(self) -> PostgresPool:
@@ -177,6 +179,7 @@ class PostgresStore(PostgresConversationStore):
     async def open(self) -> None:
         """Connect, migrate, start the writer task."""
         await self._db.open()
+        self._page_key = await postgres_secret(self._db, PAGE_KEY)
         self._commit = _CounterCommit(_EventWriter(self._db, fold_after=self._fold_after), max_batch=self._max_batch)
         self._commit.observer = self._append_observer
         self._commit.start()
@@ -242,13 +245,13 @@ class PostgresStore(PostgresConversationStore):
         order: SortOrder = "TIMESTAMP",
     ) -> EventPage:
         sql, params = await self._search_sql(query, limit, page_id, order)
-        return event_page(query, order, limit, await self.pool.fetch(sql, *params))
+        return event_page(self._page_key, query, order, limit, await self.pool.fetch(sql, *params))
 
     async def _search_sql(
         self, query: EventQuery, limit: int, page_id: str | None, order: SortOrder
     ) -> tuple[str, list[Any]]:
         return event_search_sql(
-            query, dialect=DIALECT, columns=_SEARCH_COLUMNS, limit=limit, page_id=page_id, order=order,
+            query, key=self._page_key, dialect=DIALECT, columns=_SEARCH_COLUMNS, limit=limit, page_id=page_id, order=order,
             window=await time_window(self.pool, query, DIALECT),
         )
 

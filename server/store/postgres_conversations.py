@@ -34,6 +34,8 @@ class PostgresConversationStore:
     """The conversation half of ``PostgresStore``."""
 
     _db: PostgresPool
+    _page_key: bytes
+    """Signs page tokens (``pagination.py``)."""
 
     async def create_conversation(self, record: ConversationRecord) -> None:
         """Store a new record; raises ``ValueError`` if its id is taken."""
@@ -69,7 +71,7 @@ class PostgresConversationStore:
     ) -> ConversationPage:
         """Root conversations, newest first (ties by id), keyset-paginated."""
         check_page_request(limit)
-        cursor = decode_conversation_page_id(status, page_id)
+        cursor = decode_conversation_page_id(self._page_key, status, page_id)
         where, params = _roots_where(status)
         if cursor is not None:
             where += f" AND (created_at, id) < (${len(params) + 1}, ${len(params) + 2})"
@@ -84,7 +86,7 @@ class PostgresConversationStore:
         if len(rows) > limit:
             last = rows[limit - 1]
             next_page_id = encode_conversation_page_id(
-                status, ConversationCursor(created_at=last[1], id=items[-1].id)
+                self._page_key, status, ConversationCursor(created_at=last[1], id=items[-1].id)
             )
         return ConversationPage(items=items, next_page_id=next_page_id)
 

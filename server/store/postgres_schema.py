@@ -80,7 +80,15 @@ CREATE TABLE leases (
 CREATE INDEX leases_by_owner ON leases (owner)
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+_SECRETS = """
+CREATE TABLE server_secrets (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    value TEXT NOT NULL
+)
+"""
+"""Secrets every replica shares (``server_secrets.py``): the page-token key."""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _SECRETS)
 """Migration n brings the database from version n - 1 to n."""
 
 _MIGRATION_LOCK = 0x7461736B77697265  # "taskwire": replicas starting together migrate one at a time

@@ -20,6 +20,7 @@ from server.store.group_commit import GroupCommit, OnStored
 from server.store.health import StoreHealth
 from server.store.pagination import event_page, event_search_sql
 from server.store.rows import check_deletable
+from server.store.server_secrets import PAGE_KEY, draw, sqlite_secret
 from server.store.sqlite_conversations import SQLiteConversationStore
 from server.store.sqlite_database import SQLiteDatabase
 from server.store.sqlite_writer import COLUMNS, DIALECT, FOLD_AFTER, SQLiteEventWriter
@@ -46,10 +47,12 @@ class SQLiteStore(SQLiteConversationStore):
         self._db = SQLiteDatabase(url, readers=readers, timeout=timeout)
         self._writer = SQLiteEventWriter(self._db, fold_after=fold_after)
         self._commit = GroupCommit(self._writer, max_batch=max_batch)
+        self._page_key = bytes.fromhex(draw())  # replaced by the database's own on open
 
     async def open(self) -> None:
         """Create the file (and its folder) if needed, migrate, start the writer task."""
         await self._db.open()
+        self._page_key = await sqlite_secret(self._db, PAGE_KEY)
         self._commit.start()
 
     async def close(self) -> None:
@@ -103,13 +106,14 @@ class SQLiteStore(SQLiteConversationStore):
         order: SortOrder = "TIMESTAMP",
     ) -> EventPage:
         sql, params = await self._search_sql(query, limit, page_id, order)
-        return event_page(query, order, limit, await self._db.fetchall(sql, params))
+        return event_page(self._page_key, query, order, limit, await self._db.fetchall(sql, params))
 
     async def _search_sql(
         self, query: EventQuery, limit: int, page_id: str | None, order: SortOrder
     ) -> tuple[str, Any]:
         return event_search_sql(
             query,
+            key=self._page_key,
             dialect=DIALECT,
             columns=_SEARCH_COLUMNS,
             limit=limit,

@@ -33,6 +33,8 @@ class SQLiteConversationStore:
     """The conversation half of ``SQLiteStore``."""
 
     _db: SQLiteDatabase
+    _page_key: bytes
+    """Signs page tokens (``pagination.py``)."""
 
     async def create_conversation(self, record: ConversationRecord) -> None:
         """Store a new record; raises ``ValueError`` if its id is taken."""
@@ -75,7 +77,7 @@ class SQLiteConversationStore:
     ) -> ConversationPage:
         """Root conversations, newest first (ties by id), keyset-paginated."""
         check_page_request(limit)
-        cursor = decode_conversation_page_id(status, page_id)
+        cursor = decode_conversation_page_id(self._page_key, status, page_id)
         where, params = _roots_where(status)
         if cursor is not None:
             where += " AND (created_at, id) < (?, ?)"
@@ -85,7 +87,7 @@ class SQLiteConversationStore:
             "ORDER BY created_at DESC, id DESC LIMIT ?",
             [*params, limit + 1],
         )
-        return conversation_page(status, limit, rows)
+        return conversation_page(self._page_key, status, limit, rows)
 
     async def count_conversations(self, *, status: str | None = None) -> int:
         where, params = _roots_where(status)

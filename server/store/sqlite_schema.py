@@ -75,7 +75,15 @@ CREATE INDEX conversations_roots_by_status ON conversations (status, created_at,
     WHERE parent_id IS NULL
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+_SECRETS = """
+CREATE TABLE server_secrets (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+"""Secrets every server on this database shares (``server_secrets.py``): the page-token key."""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _SECRETS)
 """Migration n brings the database from version n - 1 to n; statements end with ``;``."""
 
 _PRAGMAS = (

@@ -13,7 +13,7 @@ from server.events import ActionEvent, MessageEvent
 from server.store.base import ConversationRecord, EventQuery
 from server.store.schema import SchemaVersionError
 from server.store.sqlite import SQLiteStore
-from server.store.sqlite_schema import database_path
+from server.store.sqlite_schema import MIGRATIONS, database_path
 from server.store.sqlite_writer import FOLD, FOLD_AFTER
 
 
@@ -47,7 +47,7 @@ async def test_the_file_is_created_in_wal_mode(tmp_path: Path, sqlite_store: SQL
         rows = list(await conn.execute_fetchall("PRAGMA journal_mode"))
         assert rows[0][0] == "wal"
         rows = list(await conn.execute_fetchall("SELECT version FROM schema_version"))
-        assert rows == [(1,)]
+        assert rows == [(len(MIGRATIONS),)]
 
 
 async def test_a_database_from_a_newer_taskwire_is_refused(tmp_path: Path) -> None:
@@ -59,7 +59,7 @@ async def test_a_database_from_a_newer_taskwire_is_refused(tmp_path: Path) -> No
         await conn.execute("UPDATE schema_version SET version = 99")
         await conn.commit()
     newer = SQLiteStore(url)
-    with pytest.raises(SchemaVersionError, match="schema version 99.*knows versions up to 1"):
+    with pytest.raises(SchemaVersionError, match=f"schema version 99.*knows versions up to {len(MIGRATIONS)}"):
         await newer.open()
     await newer.close()
 

@@ -15,6 +15,7 @@ from server.errors import EventNotFound, SubagentNotFound
 from server.runtime import Runtime
 from server.runtime.tree import descendants, spawned_by
 from server.store import EventQuery
+from server.store.base import MAX_SEQ
 
 router = APIRouter(prefix="/api/conversations/{conversation_id}/events", tags=["events"])
 
@@ -29,7 +30,7 @@ class EventFilters:
         body: str | None = Query(default=None, max_length=1000, description="Substring of the event."),
         timestamp__gte: datetime | None = None,
         timestamp__lt: datetime | None = None,
-        after_seq: int | None = Query(default=None, ge=0),
+        after_seq: int | None = Query(default=None, ge=0, le=MAX_SEQ),
         parent_tool_use_id: str | None = Query(
             default=None, description="The sub-agent spawned by this call and every sub-agent below it."
         ),

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
 
 from server.runtime import Runtime
+from server.runtime.workspaces import confined_path
 
 router = APIRouter(tags=["sub-agents"])
 
@@ -31,6 +31,8 @@ async def cancel_subagent(conversation_id: str, subagent_id: str, request: Reque
 async def list_subagent_types(
     request: Request, workspace: str | None = Query(default=None, description="Include this project's types.")
 ) -> list[dict[str, Any]]:
-    """Sub-agent types: built-in, plugin and (with ``workspace``) project ones, with their source."""
-    types = request.app.state.hooks.subagent_types(Path(workspace) if workspace else None)
+    """Sub-agent types: built-in, plugin and (with ``workspace``, a folder under a workspace
+    root) project ones, with their source."""
+    folder = confined_path(request.app.state.settings, workspace) if workspace else None
+    types = request.app.state.hooks.subagent_types(folder)
     return [t.public() for t in sorted(types.values(), key=lambda t: t.name)]

@@ -12,6 +12,7 @@ is stored and before it runs; refused, its result is an error saying so, and the
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from server.errors import BackendError, TaskwireError, ToolError
@@ -23,6 +24,8 @@ from server.permissions.policy import NEVER, Approval
 from server.permissions.requests import refusal_text, request_title
 from server.runtime.backends.base import AgentHost
 from server.runtime.tools import Tool, ToolContext, ToolResult, parse_arguments, spec_of
+
+log = logging.getLogger(__name__)
 
 
 class NativeBackend:
@@ -198,8 +201,12 @@ class NativeBackend:
             return ToolResult(exc.detail, is_error=True)
         except TaskwireError as exc:
             return ToolResult(f"{call.name} failed: {exc.detail}", is_error=True)
-        except OSError as exc:
+        except (OSError, ValueError, UnicodeError) as exc:  # what the arguments made the file system say
             return ToolResult(f"{call.name} failed: {exc}", is_error=True)
+        except Exception as exc:
+            # A tool's own bug still answers its call: the run goes on and the model reads it.
+            log.exception("tool %s failed on call %s", call.name, call.id)
+            return ToolResult(f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
 
     async def _close_unfinished(
         self, host: AgentHost, calls: list[ToolCall], started: set[str], results: dict[str, ToolResult]

@@ -78,8 +78,13 @@ class FileEditorTool:
 
 def confine(root: Path, path: str) -> Path:
     """Resolve ``path`` inside ``root``; anything outside (``..``, symlinks, absolute) is refused."""
+    if "\x00" in path:
+        raise ToolError(f"path {path!r} holds a NUL character; no file has such a name")
     root = root.resolve()
-    candidate = (root / path).resolve()
+    try:
+        candidate = (root / path).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a name too long
+        raise ToolError(f"path {path!r} cannot be resolved: {exc}") from exc
     if candidate != root and root not in candidate.parents:
         raise ToolError(f"path {path!r} is outside the workspace {root}; only paths inside it are allowed")
     return candidate
