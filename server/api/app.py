@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 from fastapi import Depends, FastAPI
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import server
 from server.api.auth import require_api_key
@@ -102,7 +102,9 @@ async def _start_extensions(app: FastAPI) -> list:
 
 
 class BodyLimit:
-    """Refuses request bodies over ``max_bytes`` with 413 before they are read whole."""
+    """Refuses request bodies over ``max_bytes`` with 413 ``body_too_large`` before they are
+    read whole: at once when the ``Content-Length`` says so; a body without one (chunked) is
+    read here up to the limit, and the route gets it only if it stays within."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -113,26 +115,33 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            response = error_response(413, f"request body over {self.max_bytes} bytes", "body_too_large")
-            await response(scope, receive, send)
+        if declared is not None:
+            if declared.isdigit() and int(declared) > self.max_bytes:
+                await self._refuse(scope, receive, send)
+                return
+            await self.app(scope, receive, send)  # the server holds the body to its length
             return
+        # Chunked (or no body): read it here, so the limit holds whatever the route does with
+        # its body (FastAPI turns an error while reading one into a 400).
+        messages: list[Message] = []
         seen = 0
-
-        async def limited_receive() -> dict:
-            nonlocal seen
+        while True:
             message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
             seen += len(message.get("body", b""))
             if seen > self.max_bytes:
-                raise _TooLarge
-            return message
+                await self._refuse(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
 
-        try:
-            await self.app(scope, limited_receive, send)
-        except _TooLarge:
-            response = error_response(413, f"request body over {self.max_bytes} bytes", "body_too_large")
-            await response(scope, receive, send)
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
 
+        await self.app(scope, replay, send)
 
-class _TooLarge(Exception):
-    pass
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(413, f"request body over {self.max_bytes} bytes", "body_too_large")
+        await response(scope, receive, send)

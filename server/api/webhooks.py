@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections import deque
 from typing import Any, Awaitable, Callable
+from urllib.parse import urlsplit
 
 import httpx
 from fastapi import FastAPI
@@ -28,6 +29,17 @@ log = logging.getLogger(__name__)
 
 SKIPPED_BY_DEFAULT = {"StreamingDeltaEvent"}
 """Token deltas are too chatty for webhooks unless a receiver asks for them by kind."""
+
+
+def receiver_host(url: str) -> str:
+    """Where a webhook goes, at most: scheme, host and port (its path and query may hold a
+    token, so public routes show only this)."""
+    parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port out of range: the URL never worked anyway
+        port = ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}"
 
 
 class WebhookDispatcher:
@@ -78,6 +90,7 @@ class WebhookDispatcher:
 
     def status(self) -> dict[str, Any]:
         return {
+            "host": receiver_host(self.spec.url),
             "url": self.spec.url,
             "queued": len(self._queue),
             "delivered": self.delivered,

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from server.cli.banner import banner
 from server.settings import Settings
+from server.settings_problems import SettingsProblem, load_settings
 
 err = Console(stderr=True, soft_wrap=True)  # commands stay whole, so they copy and paste
 
@@ -47,7 +48,11 @@ def run_serve(args: argparse.Namespace) -> int:
     from server.telemetry.logs import configure_logging
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
-    settings = Settings(**overrides)
+    try:
+        settings = load_settings(**overrides)
+    except SettingsProblem as exc:
+        err.print(f"[red]cannot start:[/red] {exc}", markup=True, highlight=False)
+        return 2
     if not settings.session_api_keys and not is_loopback(settings.host):
         err.print(
             f"[red]refusing to bind {settings.host}:[/red] no session API key is set, so anyone who can "
@@ -84,6 +89,8 @@ def run_serve(args: argparse.Namespace) -> int:
 async def store_problem(settings: Settings) -> str | None:
     """Open (and migrate) the store once before serving, so a refusal reads as one line, not a
     start-up traceback."""
+    import asyncpg
+
     from server.errors import StoreUnavailable
     from server.store import open_store
     from server.store.schema import SchemaVersionError
@@ -91,7 +98,9 @@ async def store_problem(settings: Settings) -> str | None:
     try:
         store = open_store(settings.resolved_database_url(), timeout=settings.store_timeout)
         await store.open()
-    except (SchemaVersionError, StoreUnavailable, OSError, ValueError) as exc:
+    except asyncpg.InvalidCatalogNameError as exc:  # the database named in the URL does not exist
+        return f"{exc}; create it (createdb) or fix OH_DATABASE_URL"
+    except (SchemaVersionError, StoreUnavailable, OSError, ValueError, asyncpg.PostgresError) as exc:
         return str(exc)
     await store.close()
     return None

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 import server
+from server.api.auth import api_key_valid, request_key
 
 router = APIRouter(tags=["health"])
 
@@ -40,8 +41,14 @@ async def ready(request: Request) -> JSONResponse:
 
 @router.get("/server_info")
 async def server_info(request: Request) -> dict:
-    """Version and the public settings that shape what clients see."""
+    """Version and the public settings that shape what clients see. Public, so it shows
+    nothing that could hold a secret: webhooks by host only, unless the request carries a
+    valid key (then their full URLs too)."""
     settings = request.app.state.settings
+    detailed = settings.auth_required and api_key_valid(settings, request_key(request))
+    webhooks = [w.status() for w in getattr(request.app.state, "webhooks", [])]
+    if not detailed:
+        webhooks = [{k: v for k, v in w.items() if k != "url"} for w in webhooks]
     return {
         "name": "taskwire",
         "version": server.__version__,
@@ -51,6 +58,6 @@ async def server_info(request: Request) -> dict:
         "store": settings.resolved_database_url().split(":", 1)[0],
         "llm_api": settings.llm_api,
         "event_schema": 2,
-        "webhooks": [w.status() for w in getattr(request.app.state, "webhooks", [])],
+        "webhooks": webhooks,
         "loaded_conversations": request.app.state.runtime.loaded_count,
     }
