@@ -8,7 +8,7 @@ import socket
 import sys
 from pathlib import Path
 
-from tests.services import free_port
+from tests.services import POSTGRES_URL, free_port, need_postgres
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -87,3 +87,28 @@ async def test_a_port_in_use_is_said_before_any_banner(tmp_path: Path) -> None:
     assert code == 2
     assert f"cannot listen on 127.0.0.1:{port}" in output and "in use" in output
     assert "taskwire on" not in output
+
+
+async def test_settings_in_the_wrong_form_end_start_up_with_one_line(tmp_path: Path) -> None:
+    cases = {
+        "OH_SESSION_API_KEYS": ("s3cret", "a JSON list of strings"),
+        "OH_FORWARD_SUBAGENT_EVENTS": ("maybe", "true or false"),
+        "OH_WORKSPACE_ROOTS": ("/srv/projects", "a JSON list of paths"),
+        "OH_PORT": ("eighty", "an integer"),
+    }
+    for name, (value, form) in cases.items():
+        code, output = await serve(OH_WORKSPACE_PATH=str(tmp_path), **{name: value})
+        assert code == 2, output
+        lines = output.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in output, output
+        assert name in lines[0] and form in lines[0], output
+        assert value not in lines[0] or name == "OH_WORKSPACE_ROOTS", output  # a value may be a key: never echoed
+
+
+async def test_a_postgres_database_that_does_not_exist_ends_start_up_with_one_line(tmp_path: Path) -> None:
+    need_postgres()
+    missing = POSTGRES_URL.rsplit("/", 1)[0] + "/taskwire_no_such_database"
+    code, output = await serve(OH_DATABASE_URL=missing, OH_WORKSPACE_PATH=str(tmp_path))
+    assert code == 2, output
+    assert "Traceback" not in output and len(output.strip().splitlines()) == 1, output
+    assert "does not exist" in output and "OH_DATABASE_URL" in output
