@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
 ToolName = Literal["terminal", "file_editor", "task", "think", "finish"]
 DEFAULT_TOOLS: list[str] = ["terminal", "file_editor", "task", "think", "finish"]
@@ -17,8 +17,15 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
+def _integral(value: Any) -> Any:
+    # JSON Schema counts 48.0 as an integer; strict pydantic would not.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    # strict: JSON as written (no 0 for false, no "5" for 5), as the schema says.
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, strict=True)
 
 
 class LLMSpec(_Spec):
@@ -42,7 +49,7 @@ class NativeAgentSpec(_Spec):
     tools: list[ToolName] | None = None
     """Default: all tools."""
     system_prompt: str | None = None
-    max_iterations: int = Field(default=50, ge=1, le=10_000)
+    max_iterations: Annotated[int, Field(ge=1, le=10_000), BeforeValidator(_integral)] = 50
     approval: Literal["never", "always"] | list[ToolName] | None = None
     """Which tool calls wait for a person's answer: ``never``, ``always`` (every tool but
     ``think``, ``finish`` and ``task``) or a list of tool names; default ``OH_APPROVAL``.
@@ -99,7 +106,7 @@ class ClaudeSDKAgentSpec(_Spec):
     no ``OH_*`` setting is passed on)."""
     system_prompt: str | None = None
     """Replaces Claude Code's system prompt."""
-    max_turns: int | None = Field(default=None, ge=1)
+    max_turns: Annotated[int, Field(ge=1), BeforeValidator(_integral)] | None = None
     subagent_text: bool = True
     """Ask Claude Code for its sub-agents' text too (the SDK's ``forward_subagent_text``), not only
     their tool calls; it lands in the sub-agents' own streams, never in the parent's message."""

@@ -60,7 +60,7 @@ class ResumeEntry(_Input):
 class RunAgentInput(_Input):
     """The body of ``POST /agui``."""
 
-    thread_id: str = Field(max_length=128)
+    thread_id: str = Field(max_length=128, json_schema_extra={"pattern": THREAD_ID.pattern})
     run_id: str = Field(min_length=1, max_length=200)
     parent_run_id: str | None = Field(default=None, max_length=200)
     protocol_version: str | None = None
@@ -129,6 +129,25 @@ class RunAgentInput(_Input):
             return _agent_spec.validate_python(spec).model_dump(exclude_none=True)
         except ValidationError as exc:
             raise InvalidBody(f"forwardedProps.taskwire.agent: {_first_problem(exc)}", code="invalid_agent") from exc
+
+
+def run_input_schema() -> dict[str, Any]:
+    """The JSON schema of ``RunAgentInput`` as clients write it (camelCase), whole: no
+    ``$ref``, so it can sit inside another document."""
+    schema = RunAgentInput.model_json_schema(by_alias=True)
+    definitions = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return inline(definitions[ref.removeprefix("#/$defs/")])
+            return {k: inline(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return inline(schema)
 
 
 def _first_problem(exc: ValidationError) -> str:

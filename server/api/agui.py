@@ -14,7 +14,9 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 
 from server.agui import RunAgentInput, parse_last_event_id
+from server.agui.input import run_input_schema
 from server.api.auth import require_api_key, require_api_key_or_query
+from server.api.openapi import errors, event_stream
 from server.api.sse import AguiStream, EventStreamResponse
 from server.errors import BadRequest, Conflict, ConversationNotFound, NotFound
 from server.runtime import Runtime
@@ -25,7 +27,17 @@ from server.store.base import MAX_SEQ
 router = APIRouter(tags=["agui"])
 
 
-@router.post("/agui", dependencies=[Depends(require_api_key)], response_class=EventStreamResponse)
+@router.post(
+    "/agui",
+    dependencies=[Depends(require_api_key)],
+    response_class=EventStreamResponse,
+    responses=errors(400, 401, 409, 413, 422, 429, 503),
+    # The body is read raw (and checked by RunAgentInput.parse): say what it takes.
+    openapi_extra={
+        "requestBody": {"required": True, "content": {"application/json": {"schema": run_input_schema()}}},
+        **event_stream(),
+    },
+)
 async def run_agent(request: Request) -> AguiStream:
     """Take a ``RunAgentInput``: send its newest user message to the thread (creating the
     conversation if the thread is new) and stream the run it starts, ``RUN_STARTED`` to
@@ -53,7 +65,13 @@ async def run_agent(request: Request) -> AguiStream:
     )
 
 
-@router.get("/agui/{thread_id}", dependencies=[Depends(require_api_key_or_query)], response_class=EventStreamResponse)
+@router.get(
+    "/agui/{thread_id}",
+    dependencies=[Depends(require_api_key_or_query)],
+    response_class=EventStreamResponse,
+    responses=errors(400, 401, 404, 429, 503),
+    openapi_extra=event_stream(),
+)
 async def follow_thread(
     thread_id: str,
     request: Request,

@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import server
 from server.api.auth import require_api_key
 from server.api.errors import error_response, install_error_handlers
+from server.api.openapi import document, errors
 from server.api import agui, sockets, viewer
 from server.api.rest import conversations, events, health, permissions, subagents
 from server.api.services import hosted
@@ -69,16 +70,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(health.router)
     secured = [Depends(require_api_key)]
-    app.include_router(conversations.router, dependencies=secured)
-    app.include_router(events.router, dependencies=secured)
-    app.include_router(subagents.router, dependencies=secured)
+    stored = errors(401, 503)  # a key is needed, and the store is read
+    app.include_router(conversations.router, dependencies=secured, responses=stored)
+    app.include_router(events.router, dependencies=secured, responses=stored)
+    app.include_router(subagents.router, dependencies=secured, responses=stored)
     app.include_router(metrics_route.router, dependencies=secured)
-    app.include_router(permissions.router, dependencies=secured)
+    app.include_router(permissions.router, dependencies=secured, responses=stored)
     app.include_router(sockets.router)  # authenticates itself: header, query or first frame
     app.include_router(agui.router)  # each route names its own auth (the follow route takes a query key)
     app.include_router(viewer.router)
     app.include_router(sockets.fallback)  # last: any other WebSocket path is a 404
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    document(app)
     return app
 
 

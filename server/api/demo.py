@@ -15,6 +15,7 @@ import yaml
 from fastapi import APIRouter, Depends, Query, Request
 
 from server.api.auth import require_api_key
+from server.api.openapi import errors
 from server.runtime.agent_types import PROJECT_ROOT
 
 DEMO_DIR = PROJECT_ROOT / "config" / "demo"
@@ -51,7 +52,7 @@ def _describe(path: Path) -> str:
     return str(spec.get("description") or "") if isinstance(spec, dict) else ""
 
 
-@router.get("/api/demo", dependencies=[Depends(require_api_key)])
+@router.get("/api/demo", dependencies=[Depends(require_api_key)], responses=errors(401))
 async def list_demo_scenarios(
     request: Request,
     pace: float = Query(default=0.0, ge=0, le=10, description="Seconds each model turn waits, to watch it unfold."),

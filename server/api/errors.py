@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from server.errors import NotFound, TaskwireError, TooManyRequests, Unauthorized, Unavailable
 from server.stream.close_codes import CloseCode
@@ -32,6 +34,33 @@ def close_code_for(error: TaskwireError) -> CloseCode:
     if isinstance(error, Unavailable):
         return CloseCode.TRY_AGAIN_LATER
     return CloseCode.BAD_REQUEST
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+_PARAMETER = re.compile(r"\\{[^/]+?\\}")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods of the path a 405 was asked at, for its ``Allow`` (RFC 9110). The router
+    knows only the first route whose path matched; the OpenAPI document knows them all, per
+    path as a client reads it (``/count`` is not ``/{conversation_id}``)."""
+    path = request.url.path
+    for pattern, methods in _documented_paths(request.app):
+        if pattern.fullmatch(path):
+            return methods
+    scope = {**request.scope, "type": "http"}  # an undocumented route (the viewer's): ask the router
+    return [m for m in _METHODS if any(r.matches({**scope, "method": m})[0] == Match.FULL for r in request.app.router.routes)]
+
+
+def _documented_paths(app: FastAPI) -> list[tuple[re.Pattern[str], list[str]]]:
+    table = getattr(app.state, "documented_paths", None)
+    if table is None:
+        table = []
+        for template, operations in app.openapi().get("paths", {}).items():
+            pattern = re.compile(_PARAMETER.sub("[^/]+", re.escape(template)))
+            table.append((pattern, sorted(m.upper() for m in operations)))
+        app.state.documented_paths = table
+    return table
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -57,8 +86,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        codes = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
-        return error_response(exc.status_code, str(exc.detail), codes.get(exc.status_code, "http_error"))
+        codes = {400: "invalid_body", 404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
+        response = error_response(exc.status_code, str(exc.detail), codes.get(exc.status_code, "http_error"))
+        response.headers.update(exc.headers or {})
+        if exc.status_code == 405:
+            response.headers["Allow"] = ", ".join(allowed_methods(request))
+        return response
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> JSONResponse:

@@ -20,7 +20,7 @@ def _no_default(schema: dict[str, Any]) -> None:
 class CreateConversation(BaseModel):
     """``POST /api/conversations``. Every field may be omitted."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as written: no 0 for false
 
     agent: AgentSpec = Field(default_factory=NativeAgentSpec)
     workspace: str | None = Field(default=None, min_length=1, max_length=4096, pattern="^[^\x00]*$")
@@ -44,7 +44,7 @@ class CreateConversation(BaseModel):
 class SendMessage(BaseModel):
     """``POST /api/conversations/{id}/events``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     role: str = Field(default="user", pattern="^user$")
     content: str = Field(min_length=1)

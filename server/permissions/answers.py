@@ -24,7 +24,22 @@ MAX_REASON = 4000
 class PermissionAnswer(BaseModel):
     """``POST .../permissions/{request_id}`` and the ``permission`` socket frame's answer."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        use_attribute_docstrings=True,
+        strict=True,
+        # One of two shapes, as _one_way checks: the document says so, so clients (and
+        # schema-driven tests) write only answers that are accepted.
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["option_id"],
+                    "properties": {"option_id": {"type": "string"}, "decision": {"type": "null"}, "always": {"const": False}},
+                },
+                {"required": ["decision"], "properties": {"option_id": {"type": "null"}, "decision": {"type": "string"}}},
+            ]
+        },
+    )
 
     option_id: Text | None = Field(default=None, min_length=1, max_length=200)
     """An option the request offered, as it named it."""

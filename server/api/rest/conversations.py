@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request, Response
 
+from server.api.openapi import errors
 from server.api.schemas import ConversationInfo, ConversationPage, CreateConversation, SendMessage
 from server.errors import BadRequest
 from server.runtime import Runtime
@@ -22,7 +23,7 @@ async def _info(runtime: Runtime, record: ConversationRecord) -> ConversationInf
     return ConversationInfo.of(record, await runtime.store.last_seq(record.root_id))
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=errors(400))
 async def create_conversation(body: CreateConversation, request: Request) -> ConversationInfo:
     """Start a conversation; with ``initial_message`` it starts working on it at once (unless
     ``run`` is false). Without a message it is created ``idle``: nothing to work on yet."""
@@ -42,7 +43,7 @@ async def create_conversation(body: CreateConversation, request: Request) -> Con
     return await _info(runtime, record)
 
 
-@router.get("/search")
+@router.get("/search", responses=errors(400))
 async def search_conversations(
     request: Request,
     status: str | None = Status,
@@ -60,20 +61,20 @@ async def count_conversations(request: Request, status: str | None = Status) -> 
     return await _runtime(request).store.count_conversations(status=status)
 
 
-@router.get("/{conversation_id}")
+@router.get("/{conversation_id}", responses=errors(404))
 async def get_conversation(conversation_id: str, request: Request) -> ConversationInfo:
     runtime = _runtime(request)
     return await _info(runtime, await runtime.get(conversation_id))
 
 
-@router.delete("/{conversation_id}", status_code=204)
+@router.delete("/{conversation_id}", status_code=204, responses=errors(400, 404))
 async def delete_conversation(conversation_id: str, request: Request) -> Response:
     """Stop it and delete it with its sub-agents and every event."""
     await _runtime(request).delete(conversation_id)
     return Response(status_code=204)
 
 
-@router.post("/{conversation_id}/run")
+@router.post("/{conversation_id}/run", responses=errors(400, 404, 409))
 async def run_conversation(conversation_id: str, request: Request) -> ConversationInfo:
     """Start a run (409 if one is going)."""
     runtime = _runtime(request)
@@ -81,7 +82,7 @@ async def run_conversation(conversation_id: str, request: Request) -> Conversati
     return await _info(runtime, await runtime.get(conversation_id))
 
 
-@router.post("/{conversation_id}/pause")
+@router.post("/{conversation_id}/pause", responses=errors(400, 404))
 async def pause_conversation(conversation_id: str, request: Request) -> ConversationInfo:
     """Stop before the next model call; the status becomes ``paused``."""
     runtime = _runtime(request)
@@ -89,7 +90,7 @@ async def pause_conversation(conversation_id: str, request: Request) -> Conversa
     return await _info(runtime, await runtime.get(conversation_id))
 
 
-@router.post("/{conversation_id}/interrupt")
+@router.post("/{conversation_id}/interrupt", responses=errors(400, 404))
 async def interrupt_conversation(conversation_id: str, request: Request) -> ConversationInfo:
     """Stop now; running tool calls are closed as ``failed``, queued ones as ``cancelled``."""
     runtime = _runtime(request)
@@ -97,7 +98,7 @@ async def interrupt_conversation(conversation_id: str, request: Request) -> Conv
     return await _info(runtime, await runtime.get(conversation_id))
 
 
-@router.post("/{conversation_id}/events", status_code=202)
+@router.post("/{conversation_id}/events", status_code=202, responses=errors(400, 404, 409))
 async def send_message(conversation_id: str, body: SendMessage, request: Request) -> dict[str, bool]:
     """Send a user message; with ``run`` (default) the agent works on it."""
     await _runtime(request).send_message(conversation_id, body.content, run=body.run)

@@ -6,11 +6,14 @@ Bodies are built from the stored JSON as it is: events are never re-serialized o
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import BeforeValidator
 
+from server.api.openapi import errors
 from server.errors import EventNotFound, SubagentNotFound
 from server.runtime import Runtime
 from server.runtime.tree import descendants, spawned_by
@@ -18,6 +21,17 @@ from server.store import EventQuery
 from server.store.base import MAX_SEQ
 
 router = APIRouter(prefix="/api/conversations/{conversation_id}/events", tags=["events"])
+
+
+def _iso_text(value: Any) -> Any:
+    # pydantic also reads a bare number as Unix time; the document says ISO 8601, so that is it.
+    if isinstance(value, str) and not _ISO_DATE.match(value):
+        raise ValueError("an ISO 8601 date-time, e.g. 2025-01-31T12:00:00Z")
+    return value
+
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+Timestamp = Annotated[datetime, BeforeValidator(_iso_text)]
 
 
 class EventFilters:
@@ -28,8 +42,8 @@ class EventFilters:
         kind: list[str] | None = Query(default=None, description="Event kind(s), bare class names."),
         source: Literal["agent", "user", "environment"] | None = None,
         body: str | None = Query(default=None, max_length=1000, description="Substring of the event."),
-        timestamp__gte: datetime | None = None,
-        timestamp__lt: datetime | None = None,
+        timestamp__gte: Timestamp | None = None,
+        timestamp__lt: Timestamp | None = None,
         after_seq: int | None = Query(default=None, ge=0, le=MAX_SEQ),
         parent_tool_use_id: str | None = Query(
             default=None, description="The sub-agent spawned by this call and every sub-agent below it."
@@ -83,7 +97,7 @@ def _json(body: str) -> Response:
     return Response(content=body, media_type="application/json")
 
 
-@router.get("/search")
+@router.get("/search", responses=errors(400, 404))
 async def search_events(
     conversation_id: str,
     request: Request,
@@ -102,7 +116,7 @@ async def search_events(
     return _json(f'{{"items":[{items}],"next_page_id":{json.dumps(page.next_page_id)}}}')
 
 
-@router.get("/count")
+@router.get("/count", responses=errors(404))
 async def count_events(conversation_id: str, request: Request, filters: EventFilters = Depends()) -> int:
     """How many events match (same filters as search)."""
     runtime: Runtime = request.app.state.runtime
@@ -112,7 +126,7 @@ async def count_events(conversation_id: str, request: Request, filters: EventFil
     return await runtime.store.count(query)
 
 
-@router.get("")
+@router.get("", responses=errors(404))
 async def batch_get_events(
     conversation_id: str, request: Request, ids: list[str] = Query(min_length=1, max_length=100)
 ) -> Response:
@@ -123,7 +137,7 @@ async def batch_get_events(
     return _json("[" + ",".join(found[i].json if i in found else "null" for i in ids) + "]")
 
 
-@router.get("/{event_id}")
+@router.get("/{event_id}", responses=errors(404))
 async def get_event(conversation_id: str, event_id: str, request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
     record = await runtime.get(conversation_id)

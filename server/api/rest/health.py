@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Request
+from pydantic import BaseModel
 from fastapi.responses import JSONResponse
 
 import server
@@ -23,7 +26,15 @@ async def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/ready")
+class Readiness(BaseModel):
+    """What ``/ready`` answers, ready or not."""
+
+    status: Literal["ready", "not_ready"]
+    checks: dict[str, str]
+    """``ok``, or why not, per part (``store``, ``bus``)."""
+
+
+@router.get("/ready", responses={200: {"model": Readiness}, 503: {"model": Readiness, "description": "Not ready"}})
 async def ready(request: Request) -> JSONResponse:
     """Ready to serve: the store reads and takes a write, and the bus can deliver. 503
     otherwise, with the reason (``checks``)."""

@@ -6,13 +6,14 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 
+from server.api.openapi import errors
 from server.permissions.answers import PermissionAnswer
 from server.runtime import Runtime
 
 router = APIRouter(prefix="/api/conversations", tags=["permissions"])
 
 
-@router.get("/{conversation_id}/permissions")
+@router.get("/{conversation_id}/permissions", responses=errors(404))
 async def list_permissions(
     conversation_id: str,
     request: Request,
@@ -26,7 +27,7 @@ async def list_permissions(
     return await runtime.permissions(conversation_id, status)
 
 
-@router.post("/{conversation_id}/permissions/{request_id}")
+@router.post("/{conversation_id}/permissions/{request_id}", responses=errors(404, 409))
 async def answer_permission(
     conversation_id: str,
     request_id: str,

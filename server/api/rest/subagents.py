@@ -6,19 +6,20 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 
+from server.api.openapi import errors
 from server.runtime import Runtime
 from server.runtime.workspaces import confined_path
 
 router = APIRouter(tags=["sub-agents"])
 
 
-@router.get("/api/conversations/{conversation_id}/subagents")
+@router.get("/api/conversations/{conversation_id}/subagents", responses=errors(404))
 async def list_subagents(conversation_id: str, request: Request) -> list[dict[str, Any]]:
     """Every sub-agent below the conversation, flat, parents before children."""
     return await request.app.state.runtime.subagents(conversation_id)
 
 
-@router.post("/api/conversations/{conversation_id}/subagents/{subagent_id}/cancel", status_code=202)
+@router.post("/api/conversations/{conversation_id}/subagents/{subagent_id}/cancel", status_code=202, responses=errors(400, 404, 409))
 async def cancel_subagent(conversation_id: str, subagent_id: str, request: Request) -> dict[str, Any]:
     """Cancel one running sub-agent (and those below it); its siblings and its parent go on, and
     the parent's observation says it was cancelled."""
@@ -27,7 +28,7 @@ async def cancel_subagent(conversation_id: str, subagent_id: str, request: Reque
     return {"cancelled": subagent_id}
 
 
-@router.get("/api/sub-agents")
+@router.get("/api/sub-agents", responses=errors(400))
 async def list_subagent_types(
     request: Request, workspace: str | None = Query(default=None, description="Include this project's types.")
 ) -> list[dict[str, Any]]:
