@@ -67,6 +67,8 @@ def decode_page_id(key: bytes, page_id: str, purpose: str, binding: str) -> Any:
             raise ValueError("too long")
         payload_text, mac_text = page_id.split(".")
         payload, mac = _unb64(payload_text), _unb64(mac_text)
+        if _b64(payload) != payload_text or _b64(mac) != mac_text:
+            raise ValueError("not as this server writes it")  # one token, one spelling
     except (binascii.Error, ValueError, UnicodeEncodeError):
         raise InvalidPageId(page_id[:80]) from None
     if not hmac.compare_digest(mac, _mac(key, purpose, binding, payload)):

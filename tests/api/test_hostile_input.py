@@ -68,7 +68,7 @@ def hostile_page_ids(real: str) -> list[str]:
         f"{nested}.{mac}",
         base64.urlsafe_b64encode(json.dumps({"p": 2**63, "h": "0" * 16}).encode()).decode(),
         base64.urlsafe_b64encode(str(2**63).encode()).decode().rstrip("=") + "." + mac,
-        f"{payload}.{mac[:-1]}A",
+        f"{payload}.{mac[:-1]}{'B' if mac[-1] == 'A' else 'A'}",  # one character of the mac changed
         "garbage",
         "x" * 5000,
     ]

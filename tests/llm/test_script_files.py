@@ -39,6 +39,16 @@ def test_a_script_under_the_workspace_or_the_config_folder_loads(settings: Setti
     assert isinstance(make_llm({"script": "config/demo/hello.yaml"}, settings), ScriptedLLM)
 
 
+def test_a_script_under_a_listed_workspace_root_loads_and_one_beside_it_does_not(tmp_path: Path) -> None:
+    root, beside = tmp_path / "projects", tmp_path / "other"
+    for folder in (root, beside):
+        folder.mkdir()
+        (folder / "s.yaml").write_text(GOOD)
+    settings = Settings(workspace_path=tmp_path / "workspace", workspace_roots=[root], llm_api="scripted", llm_script=None)
+    assert isinstance(make_llm({"script": str(root / "s.yaml")}, settings), ScriptedLLM)
+    assert refusal(settings, str(beside / "s.yaml")).code == "script_outside_roots"
+
+
 def test_a_file_outside_the_roots_is_refused_unread(settings: Settings, tmp_path: Path) -> None:
     outside = tmp_path / "outside.yaml"
     outside.write_text(f"lanes: {SECRET}\n")

@@ -30,6 +30,7 @@ def hostile_page_ids(real: str) -> list[str]:
         f"{b64(str(2**63).encode())}.{mac}",  # a position past any seq
         f"{payload}.{b64(b'x' * 16)}",  # the right payload, a wrong mac
         f"{payload}.{mac[:-2]}",  # a cut mac
+        f"{payload}.{mac[:-1]}{'B' if mac[-1] == 'A' else 'A'}",  # another spelling of (nearly) the same mac
         "garbage", "", ".", "a.b.c", "é.é", "%00", "A" * 5000,
     ]
 
