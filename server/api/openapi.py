@@ -3,9 +3,9 @@
 FastAPI documents a 422 as its own ``HTTPValidationError``; taskwire answers every error as
 ``{"detail", "code"}`` (``errors.py``). ``errors(...)`` names the error statuses a route (or a
 router: 401 where a key is needed, 503 where the store is read) can answer, and
-``document(app)`` adds the ones every route has (413 where a body is read, 422 where anything
-is validated), sets the one error schema on them all and drops FastAPI's validation schemas. tests/api/test_openapi.py holds the server to it with
-Schemathesis.
+``document(app)`` adds the ones every route has (400 and 413 where a body is read, 422 where
+anything is validated), sets the one error schema on them all and drops FastAPI's validation
+schemas. tests/api/test_openapi.py holds the server to it with Schemathesis.
 """
 
 from __future__ import annotations
@@ -93,6 +93,8 @@ def _true_errors(schema: dict[str, Any]) -> None:
                 statuses.add(422)
             for status in statuses:
                 responses.setdefault(str(status), {"description": _DESCRIPTIONS[status]})
+            if "422" in responses:
+                responses["422"]["description"] = _DESCRIPTIONS[422]  # not FastAPI's "Validation Error"
             for status, response in responses.items():
                 if status[0] in "45" and not _own_json(response):
                     # Errors are JSON even on a streaming route (FastAPI gives them its type).
