@@ -31,7 +31,7 @@ router = APIRouter(tags=["agui"])
     "/agui",
     dependencies=[Depends(require_api_key)],
     response_class=EventStreamResponse,
-    responses=errors(400, 401, 409, 413, 422, 429, 503),
+    responses=errors(400, 401, 404, 409, 413, 422, 429, 503),
     # The body is read raw (and checked by RunAgentInput.parse): say what it takes.
     openapi_extra={
         "requestBody": {"required": True, "content": {"application/json": {"schema": run_input_schema()}}},
