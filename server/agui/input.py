@@ -47,8 +47,42 @@ class InputMessage(_Input):
         return ""
 
 
+_OPTION = {"type": "string", "minLength": 1, "maxLength": 200}
+_REASON = {"type": "string", "maxLength": 4000}
+
+
+def _answer(**fields: Any) -> dict[str, Any]:
+    required = [name for name in fields if name not in ("always", "reason")]
+    return {"type": "object", "additionalProperties": False, "required": required, "properties": {**fields, "reason": _REASON}}
+
+
+_RESUME_FORMS = {
+    # What ``interrupts.answer_of`` takes, said in the document: a cancelled entry needs no
+    # payload; a resolved one names the option (bare, optionId, option_id) or a decision.
+    "oneOf": [
+        {"properties": {"status": {"const": "cancelled"}}},
+        {
+            "required": ["payload"],
+            "properties": {
+                "status": {"const": "resolved"},
+                "payload": {
+                    "oneOf": [
+                        _OPTION,
+                        _answer(optionId=_OPTION),
+                        _answer(option_id=_OPTION),
+                        _answer(decision={"enum": ["allow", "reject"]}, always={"type": "boolean"}),
+                    ]
+                },
+            },
+        },
+    ]
+}
+
+
 class ResumeEntry(_Input):
     """An answer to one interrupt of the previous run."""
+
+    model_config = ConfigDict(json_schema_extra=_RESUME_FORMS)
 
     interrupt_id: str = Field(min_length=1, max_length=200)
     """The interrupt's ``id``: a taskwire permission ``request_id``."""
@@ -69,7 +103,7 @@ class RunAgentInput(_Input):
     tools: list[Any] = Field(default_factory=list)
     context: list[Any] = Field(default_factory=list)
     forwarded_props: Any = None
-    resume: list[ResumeEntry] | None = None
+    resume: list[ResumeEntry] | None = Field(default=None, description="At most one entry per interruptId.")
 
     @classmethod
     def parse(cls, body: bytes) -> RunAgentInput:

@@ -23,10 +23,11 @@ class CreateConversation(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # JSON as written: no 0 for false
 
     agent: AgentSpec = Field(default_factory=NativeAgentSpec)
-    workspace: str | None = Field(default=None, min_length=1, max_length=4096, pattern="^[^\x00]*$")
+    workspace: str | None = None
     """A folder for the agent, under ``OH_WORKSPACE_PATH`` (a relative name is taken from there)
     or one of ``OH_WORKSPACE_ROOTS``; default a fresh one under ``OH_WORKSPACE_PATH``. Outside
-    them: 400 ``invalid_workspace``."""
+    them, or a name no folder can have: 400 ``invalid_workspace`` (the rule is
+    ``runtime/workspaces.py``'s alone)."""
     initial_message: str | SkipJsonSchema[None] = Field(default=None, json_schema_extra=_no_default)
     """The first user message. Leave it out (``null`` is refused) to create the conversation idle."""
     run: bool | None = None

@@ -105,15 +105,14 @@ async def test_workspaces_outside_the_roots_or_unnamable_are_400(server: Running
         "/proc/taskwire-missing/x",
         "w" * 5000,
         "a\x00b",
+        "",
         "/",
         "/etc",
         "../../outside",
         str(tmp_path.parent),
     ):
         response = await server.client.post("/api/conversations", json={"workspace": workspace})
-        assert response.status_code in (400, 422), (workspace[:40], response.text)
-        refused(response, response.status_code)
-    refused(await server.client.post("/api/conversations", json={"workspace": "/"}), 400, "invalid_workspace")
+        refused(response, 400, "invalid_workspace")
     refused(await server.client.get("/api/sub-agents", params={"workspace": "/"}), 400, "invalid_workspace")
 
 
