@@ -22,7 +22,6 @@ from server.errors import (
     ConversationRunning,
     StoreUnavailable,
     SubagentNotFound,
-    Unavailable,
 )
 from server.events import AgentErrorEvent, Event, MessageEvent
 from server.events.ids import new_id
@@ -32,8 +31,8 @@ from server.runtime.conversation import ConversationHost
 from server.runtime.forwarding import TopicPublisher
 from server.runtime.ownership import Ownership, owned
 from server.runtime.recovery import close_interrupted_calls
+from server.runtime.subagent_commands import SubagentCommands
 from server.runtime.task_manager import TaskManager
-from server.runtime.tree import subagent_entries
 from server.runtime.workspaces import prepare_workspace
 from server.settings import Settings
 from server.store import ConversationRecord, Store
@@ -50,7 +49,7 @@ RECONCILE_SECONDS = 1.0
 """How often conversations whose run lost a write are tried again (see ``Runtime._strand``)."""
 
 
-class Runtime(PermissionCommands):
+class Runtime(PermissionCommands, SubagentCommands):
     """Every conversation this server runs or serves."""
 
     def __init__(self, settings: Settings, store: Store, bus: Bus, hooks: Hooks) -> None:
@@ -365,47 +364,6 @@ class Runtime(PermissionCommands):
         if target is None:
             raise SubagentNotFound(conversation_id)
         await target.emit(event, wait=wait)
-
-    # -- sub-agents -----------------------------------------------------------------------
-
-    async def subagents(self, conversation_id: str) -> list[dict[str, Any]]:
-        """The tree below ``conversation_id``, flat: one entry per sub-agent."""
-        record = await self.get(conversation_id)
-        tree = await self.store.tree(record.root_id)
-        return await subagent_entries(self.store, tree, under=record.id)
-
-    @owned
-    async def cancel_subagent(self, conversation_id: str, subagent_id: str) -> None:
-        """Cancel one sub-agent (and its own sub-agents); its siblings and parent go on."""
-        record = await self.get(conversation_id)
-        host = await self.host(record.root_id)
-        target = host.find(subagent_id)
-        if target is None or target is host:
-            child = await self.store.get_conversation(subagent_id)
-            if child is None or child.root_id != record.root_id or child.is_root:
-                raise SubagentNotFound(subagent_id)
-            raise BadRequest(f"sub-agent {subagent_id!r} is not running", code="subagent_not_running")
-        if target.task is None and target.managed:
-            target.cancel_pending = True  # still being set up: it is cancelled as it starts
-            return
-        if target.task is None:
-            # A peer's own sub-agent (Claude Code's): only the peer can stop it, if it offers a way.
-            if target.stop_hook is None:
-                raise BadRequest(
-                    f"sub-agent {subagent_id!r} is run by an external agent that cannot cancel it alone; "
-                    "interrupt the conversation instead",
-                    code="subagent_not_cancellable",
-                )
-            try:
-                await target.stop_hook()
-            except BackendError as exc:
-                raise Unavailable(
-                    f"the agent running sub-agent {subagent_id!r} could not stop it: {exc.detail}",
-                    code="subagent_cancel_failed",
-                ) from exc
-            return
-        if not target.task.done():
-            target.task.cancel("the sub-agent was cancelled")
 
     async def full_state(self, conversation_id: str) -> dict[str, Any]:
         """The first frame of a socket: status, last seq, the sub-agent tree and the permission
