@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, WithJsonSchema
 
 ToolName = Literal["terminal", "file_editor", "task", "think", "finish"]
 DEFAULT_TOOLS: list[str] = ["terminal", "file_editor", "task", "think", "finish"]
@@ -21,6 +21,21 @@ def _integral(value: Any) -> Any:
     # JSON Schema counts 48.0 as an integer; strict pydantic would not.
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not hold a NUL character (a process cannot be given one)")
+    return value
+
+
+ProcessText = Annotated[str, AfterValidator(_no_nul), WithJsonSchema({"type": "string", "pattern": "^[^\\x00]*$"})]
+"""Text handed to a process (its path, arguments, environment, folder): the OS cannot pass a
+NUL, so one is refused as the request is read (422), not when the process starts."""
+
+
+_NAMES_CHECKED: dict[str, Any] = {"additionalProperties": False}
+"""For a mapping whose keys are ``ProcessText``: a key outside the pattern is not allowed."""
 
 
 class _Spec(BaseModel):
@@ -60,11 +75,11 @@ class ACPAgentSpec(_Spec):
     """An external agent spoken to over the Agent Client Protocol (e.g. Claude Code)."""
 
     kind: Literal["acp"]
-    command: str
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    command: ProcessText
+    args: list[ProcessText] = Field(default_factory=list)
+    env: dict[ProcessText, ProcessText] = Field(default_factory=dict, json_schema_extra=_NAMES_CHECKED)
     """Merged over the server's environment (which passes on no ``OH_*`` setting)."""
-    cwd: str | None = None
+    cwd: ProcessText | None = None
     """Default: the conversation's workspace (a relative path is taken from there)."""
     session_mode: str | None = "default"
     """Set on the new session when the agent offers modes (``None``: leave the agent's own).
@@ -99,9 +114,9 @@ class ClaudeSDKAgentSpec(_Spec):
     the tree's ``approval`` policy names the tool."""
     allowed_tools: list[str] | None = None
     """Tools allowed without asking (e.g. ``["Bash", "Read"]``)."""
-    cli_path: str | None = None
+    cli_path: ProcessText | None = None
     """The Claude Code executable; default: the one bundled with ``claude-agent-sdk``."""
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[ProcessText, ProcessText] = Field(default_factory=dict, json_schema_extra=_NAMES_CHECKED)
     """Set for the Claude Code process, over the server's environment (e.g. ``ANTHROPIC_BASE_URL``;
     no ``OH_*`` setting is passed on)."""
     system_prompt: str | None = None

@@ -71,6 +71,7 @@ def document(app: FastAPI) -> None:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
             _true_errors(schema)
+            _absent_not_null(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
@@ -99,6 +100,29 @@ def _true_errors(schema: dict[str, Any]) -> None:
                 if status[0] in "45" and not _own_json(response):
                     # Errors are JSON even on a streaming route (FastAPI gives them its type).
                     response["content"] = {"application/json": {"schema": ref}}
+
+
+def _absent_not_null(schema: dict[str, Any]) -> None:
+    """A query or header parameter is left out, never sent as null (a query string cannot
+    say null: a client sending ``kind=null`` sends the text "null"). FastAPI documents an
+    optional parameter as ``anyOf [..., null]``; the document drops the null."""
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "path":
+                    continue
+                param_schema = parameter.get("schema", {})
+                choices = param_schema.get("anyOf")
+                if not choices:
+                    continue
+                kept = [choice for choice in choices if choice.get("type") != "null"]
+                if len(kept) == len(choices):
+                    continue
+                del param_schema["anyOf"]
+                if len(kept) == 1:
+                    param_schema.update(kept[0])
+                else:
+                    param_schema["anyOf"] = kept
 
 
 def _own_json(response: dict[str, Any]) -> bool:

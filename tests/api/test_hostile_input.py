@@ -96,6 +96,24 @@ async def test_an_explicit_null_initial_message_is_422(server: RunningServer) ->
     assert "initial_message" in body["detail"]
 
 
+@pytest.mark.parametrize("agent", [
+    {"kind": "acp", "command": "true", "env": {"A": "b\x00c"}},
+    {"kind": "acp", "command": "true", "env": {"A\x00": "b"}},
+    {"kind": "acp", "command": "true", "cwd": "sub\x00dir"},
+    {"kind": "acp", "command": "tr\x00ue", "args": []},
+    {"kind": "acp", "command": "true", "args": ["\x00"]},
+    {"kind": "claude_sdk", "env": {"ANTHROPIC_BASE_URL": "http://x\x00"}},
+    {"kind": "claude_sdk", "cli_path": "/bin/\x00claude"},
+])
+async def test_a_nul_in_what_a_process_is_given_is_422_not_a_failed_run(server: RunningServer, agent: dict) -> None:
+    """The OS cannot hand a NUL to a process: the request is refused, nothing is created."""
+    before = (await server.client.get("/api/conversations/count")).json()
+    body = refused(await server.client.post("/api/conversations", json={"agent": agent, "initial_message": "go"}),
+                   422, "invalid_request")
+    assert "NUL" in body["detail"]
+    assert (await server.client.get("/api/conversations/count")).json() == before
+
+
 async def test_workspaces_outside_the_roots_or_unnamable_are_400(server: RunningServer, tmp_path: Path) -> None:
     a_file = server.settings.workspace_path / "a-file"
     a_file.parent.mkdir(parents=True, exist_ok=True)

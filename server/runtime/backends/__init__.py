@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -40,13 +39,25 @@ async def build_backend(host: ConversationHost, store: Store, tasks: TaskManager
     raise BackendError(f"unknown agent kind {kind!r}", code="bad_agent")
 
 
+_MODULES: dict[str, ModuleType] = {}
+"""Peer backend modules imported whole (process-wide, as ``sys.modules`` is)."""
+_IMPORTING: dict[str, asyncio.Future[ModuleType]] = {}
+"""An import under way, which conversations starting meanwhile wait for."""
+
+
 async def _imported(name: str) -> ModuleType:
     """A peer backend's module, imported off the event loop the first time: importing
     ``claude_agent_sdk`` (and the MCP library beneath it) takes seconds, which would stall every
-    conversation's stream on the server."""
-    module = sys.modules.get(name)
-    if module is None:
-        module = await asyncio.to_thread(importlib.import_module, name)
+    conversation's stream on the server. Conversations starting meanwhile wait for that one
+    import (``sys.modules`` holds a module before it is whole, so it is no test)."""
+    module = _MODULES.get(name)
+    if module is not None:
+        return module
+    importing = _IMPORTING.get(name)
+    if importing is None or importing.get_loop() is not asyncio.get_running_loop() or importing.done():
+        importing = _IMPORTING[name] = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, name))
+    module = await asyncio.shield(importing)  # a cancelled caller leaves the import to the others
+    _MODULES[name] = module
     return module
 
 

@@ -25,10 +25,14 @@ def disarm(agent: Any) -> None:
     replaced (a string, or none at all), so a request generated to be invalid stays invalid."""
     if not isinstance(agent, dict):
         return
-    if agent.get("kind") == "acp" and isinstance(agent.get("command"), str):
+    if agent.get("kind") == "acp" and _valid_path(agent.get("command")):
         agent["command"] = HARMLESS  # ``true`` ignores the args
-    elif agent.get("kind") == "claude_sdk" and isinstance(agent.get("cli_path", ""), (str, type(None))):
+    elif agent.get("kind") == "claude_sdk" and (agent.get("cli_path") is None or _valid_path(agent.get("cli_path"))):
         agent["cli_path"] = HARMLESS
+
+
+def _valid_path(value: Any) -> bool:
+    return isinstance(value, str) and "\x00" not in value  # the document's ``ProcessText``
 
 
 def once_per_interrupt(body: dict) -> None:
