@@ -196,3 +196,33 @@ async def test_server_info_shows_webhooks_by_host_unless_a_key_is_sent(tmp_path:
             assert response.json()["webhooks"][0]["host"] == "http://127.0.0.1:9"
         detailed = (await server.client.get("/server_info")).json()  # the client sends the key
         assert detailed["webhooks"][0]["url"] == secret_url
+
+
+async def test_file_editor_views_a_huge_file_within_the_bound_and_refuses_to_edit_it_whole(server: RunningServer) -> None:
+    """A view streams the file (head and tail, the rest counted); an edit, which reads the
+    whole file, is refused past its limit as the call's own error."""
+    script = (
+        "lanes:\n  - name: main\n    turns:\n"
+        "      - tool_calls:\n          - name: file_editor\n"
+        "            arguments: {command: view, path: huge.log}\n"
+        "      - tool_calls:\n          - name: file_editor\n"
+        "            arguments: {command: view, path: huge.log, view_range: [500000, 500002]}\n"
+        "      - tool_calls:\n          - name: file_editor\n"
+        "            arguments: {command: str_replace, path: huge.log, old_str: line-7, new_str: x}\n"
+        "      - text: done\n"
+    )
+    info = await create(server, agent=scripted_agent(script), run=False)
+    line = "line-%07d " + "x" * 100 + "\n"
+    with open(Path(info["workspace"]) / "huge.log", "w") as out:  # about 113 MB
+        for n in range(1, 1_000_001):
+            out.write(line % n)
+    assert (await server.client.post(f"/api/conversations/{info['id']}/events", json={"content": "go"})).status_code < 300
+    done = await wait_for_status(server.client, info["id"], {"finished", "error"}, timeout=120)
+    assert done["status"] == "finished"
+    events = await all_events(server, info["id"], kind="ObservationEvent")
+    whole, ranged, edit = [e for e in events if e["tool_name"] == "file_editor"]
+    assert not whole["is_error"] and len(whole["content"]) < 40_000
+    assert "line-0000001" in whole["content"] and "line-1000000" in whole["content"] and "omitted" in whole["content"]
+    assert [row.split("\t")[1][:12] for row in ranged["content"].splitlines()] == [
+        "line-0500000", "line-0500001", "line-0500002"]
+    assert edit["is_error"] and "MB" in edit["content"]

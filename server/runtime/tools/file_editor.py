@@ -1,7 +1,14 @@
-"""``file_editor``: view, create and edit files, confined to the workspace."""
+"""``file_editor``: view, create and edit files, confined to the workspace.
+
+The file work runs in a thread (the event loop serves every other conversation meanwhile). A
+view streams the file, keeping at most the output bound (head and tail) whatever its size; an
+edit reads the whole file, so files over ``MAX_EDIT_BYTES`` are refused (the terminal tool
+edits those).
+"""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -9,7 +16,10 @@ from pydantic import BaseModel, Field
 
 from server.errors import ToolError
 from server.runtime.tools.base import ToolContext, ToolResult
-from server.runtime.tools.terminal import bound_output
+from server.runtime.tools.terminal import BoundedOutput
+
+MAX_EDIT_BYTES = 8 * 1024 * 1024
+"""The largest file ``str_replace`` / ``insert`` may edit (they read it whole)."""
 
 
 class FileEditorTool:
@@ -32,20 +42,26 @@ class FileEditorTool:
     async def run(self, ctx: ToolContext, args: Arguments) -> ToolResult:
         path = confine(ctx.workspace, args.path)
         command = getattr(self, f"_{args.command}")
-        return command(path, args, ctx.workspace)
+        return await asyncio.to_thread(command, path, args, ctx.workspace)
 
     def _view(self, path: Path, args: Arguments, root: Path) -> ToolResult:
         if path.is_dir():
             entries = sorted(p.relative_to(root).as_posix() + ("/" if p.is_dir() else "") for p in path.iterdir())
             return ToolResult("\n".join(entries) or "(empty directory)")
-        lines = _read(path).splitlines()
-        first, last = 1, len(lines)
+        first, last = 1, None
         if args.view_range:
             if len(args.view_range) != 2:
                 raise ToolError("view_range must be [first, last]")
-            first, last = max(1, args.view_range[0]), min(len(lines), args.view_range[1])
-        numbered = "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(first, last + 1))
-        return ToolResult(bound_output(numbered))
+            first, last = max(1, args.view_range[0]), args.view_range[1]
+        _must_be_file(path)
+        output = BoundedOutput()
+        with path.open(errors="replace", newline=None) as lines:
+            for n, line in enumerate(lines, start=1):
+                if last is not None and n > last:
+                    break
+                if n >= first:
+                    output.feed(f"{'' if n == first else chr(10)}{n:6}\t{line.rstrip(chr(10))}".encode())
+        return ToolResult(output.text())
 
     def _create(self, path: Path, args: Arguments, root: Path) -> ToolResult:
         if args.file_text is None:
@@ -90,7 +106,21 @@ def confine(root: Path, path: str) -> Path:
     return candidate
 
 
-def _read(path: Path) -> str:
+def _must_be_file(path: Path) -> None:
     if not path.is_file():
         raise ToolError(f"no such file: {path.name}")
+
+
+def _read(path: Path) -> str:
+    """A file to edit, whole."""
+    _must_be_file(path)
+    _editable(path)
     return path.read_text(errors="replace")
+
+
+def _editable(path: Path) -> None:
+    if path.is_file() and (size := path.stat().st_size) > MAX_EDIT_BYTES:
+        raise ToolError(
+            f"{path.name} is {size / 1_048_576:.1f} MB; file_editor edits files up to "
+            f"{MAX_EDIT_BYTES // 1_048_576} MB (view it in ranges, or edit it with the terminal)"
+        )
