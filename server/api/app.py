@@ -40,6 +40,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 services.store.observe_appends(app.state.metrics.append_seconds.observe)
                 services.runtime.tracing = tracer is not None
                 extensions = await _start_extensions(app)
+                app.state.metrics.loop_lag.start()
+                extensions.append(app.state.metrics.loop_lag.stop)
                 # What is alive now (imported code, the app) lives as long as the process: keep the
                 # cyclic collector from walking it again on every full collection. Those walks cost
                 # ~50 ms each and came every few thousand events.

@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 from starlette.datastructures import State
 
 from server.telemetry.histogram import APPEND_SECONDS, Histogram
+from server.telemetry.loop_lag import LoopLag
 from server.telemetry.record_counts import RecordCounts
 
 router = APIRouter(tags=["metrics"])
@@ -29,6 +30,7 @@ class Metrics:
     def __init__(self, state: State) -> None:
         self.records = RecordCounts()
         self.append_seconds = Histogram(APPEND_SECONDS)
+        self.loop_lag = LoopLag()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(TaskwireCollector(state, self))
 
@@ -49,6 +51,7 @@ class TaskwireCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         yield from self._records()
         yield from self._store()
+        yield from self._loop()
         yield from self._subscribers()
         yield from self._bus()
         yield from self._webhooks()
@@ -77,6 +80,14 @@ class TaskwireCollector(Collector):
             "taskwire_store_append_seconds", "Seconds from an append being queued to it being stored.",
             buckets=histogram.cumulative(), sum_value=histogram.sum,
         )
+
+    def _loop(self) -> Iterator[Metric]:
+        lag: LoopLag = self._metrics.loop_lag
+        yield HistogramMetricFamily(
+            "taskwire_event_loop_lag_seconds", "Seconds the event loop ran a timer late (sampled every 50 ms).",
+            buckets=lag.seconds.cumulative(), sum_value=lag.seconds.sum,
+        )
+        yield GaugeMetricFamily("taskwire_event_loop_lag_max_seconds", "The largest event-loop lag seen since the server started.", value=lag.max)
 
     def _subscribers(self) -> Iterator[Metric]:
         limit = self._state.subscriber_limit
