@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -98,12 +99,23 @@ def parse_agent_file(path: Path, source: str) -> SubagentType:
     )
 
 
+@lru_cache(maxsize=4096)
+def _parsed(path: str, source: str, mtime_ns: int, size: int) -> SubagentType:
+    """``parse_agent_file``, once per version of the file (its modification time and size are in
+    the key). Every ``task`` call lists the types: parsing each file's YAML every time was a
+    sixth of the server's work with many trees at once (``bench/many.py``)."""
+    return parse_agent_file(Path(path), source)
+
+
 def _load_dir(folder: Path, source: str) -> Iterable[SubagentType]:
     if not folder.is_dir():
         return
     for path in sorted(folder.glob("*.md")):
         try:
-            yield parse_agent_file(path, source)
+            stat = path.stat()
+            yield _parsed(str(path), source, stat.st_mtime_ns, stat.st_size)
+        except OSError as exc:  # removed between the listing and the read
+            log.warning("skipping sub-agent definition %s: %s", path, exc)
         except (ValueError, yaml.YAMLError) as exc:
             # A broken definition must not take the others down; it is logged and skipped.
             log.warning("skipping sub-agent definition %s: %s", path, exc)

@@ -244,3 +244,20 @@ async def test_subagent_types_are_listed_with_their_source(server: RunningServer
     assert types["claude-code"]["backend"] == "acp"
     plain = {t["name"]: t for t in (await server.client.get("/api/sub-agents")).json()}
     assert plain["code-explorer"]["source"] == "builtin" and "release-notes" not in plain
+
+
+async def test_an_edited_or_removed_type_file_is_read_again(server: RunningServer, tmp_path: Path) -> None:
+    folder = tmp_path / "project/.agents/agents"
+    folder.mkdir(parents=True)
+    notes = folder / "release-notes.md"
+    notes.write_text("---\nname: release-notes\ndescription: Writes release notes.\n---\nWrite them.\n")
+
+    async def listed() -> dict[str, Any]:
+        response = await server.client.get("/api/sub-agents", params={"workspace": str(tmp_path / "project")})
+        return {t["name"]: t for t in response.json()}
+
+    assert (await listed())["release-notes"]["description"] == "Writes release notes."
+    notes.write_text("---\nname: release-notes\ndescription: Writes the changelog instead.\n---\nWrite it.\n")
+    assert (await listed())["release-notes"]["description"] == "Writes the changelog instead."
+    notes.unlink()
+    assert "release-notes" not in await listed()
