@@ -88,6 +88,9 @@ class TaskwireCollector(Collector):
             buckets=lag.seconds.cumulative(), sum_value=lag.seconds.sum,
         )
         yield GaugeMetricFamily("taskwire_event_loop_lag_max_seconds", "The largest event-loop lag seen since the server started.", value=lag.max)
+        yield _labelled(CounterMetricFamily, "taskwire_gc_pause_seconds", "Seconds the cyclic garbage collector ran, by the generation it collected.",
+                        ["generation"], {str(g): v for g, v in lag.gc_seconds.items()})
+        yield GaugeMetricFamily("taskwire_gc_pause_max_seconds", "The longest pause of the garbage collector since the server started.", value=lag.gc_max)
 
     def _subscribers(self) -> Iterator[Metric]:
         limit = self._state.subscriber_limit

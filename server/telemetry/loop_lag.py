@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import time
 
 from server.telemetry.histogram import Histogram
 
@@ -25,12 +27,28 @@ class LoopLag:
         self.seconds = Histogram(LAG_SECONDS)
         self.max = 0.0
         """The largest lag seen since start."""
+        self.gc_max = 0.0
+        """The longest pause of the cyclic garbage collector since start (one cause of lag)."""
+        self.gc_seconds = {0: 0.0, 1: 0.0, 2: 0.0}
+        """Seconds spent in the collector since start, by generation collected."""
+        self._gc_started = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._probe(), name="taskwire-loop-lag")
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        elif self._gc_started:
+            pause = time.perf_counter() - self._gc_started
+            self.gc_seconds[info["generation"]] += pause
+            self.gc_max = max(self.gc_max, pause)
 
     async def stop(self) -> None:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -74,6 +74,13 @@ async def test_sub_agent_events_are_counted_whatever_the_flag_says(server: Runni
     assert total(samples, "taskwire_subagents_total") == 3
 
 
+async def test_the_event_loop_lag_is_measured_inside_the_server(server: RunningServer) -> None:
+    await run_to_end(server.client, native_agent())
+    samples = await scrape(server)
+    assert total(samples, "taskwire_event_loop_lag_max_seconds") >= 0
+    assert total(samples, "taskwire_event_loop_lag_seconds_bucket", le="+Inf") == total(samples, "taskwire_event_loop_lag_seconds_count")
+
+
 async def test_metrics_need_the_api_key_when_keys_are_set(tmp_path: Path) -> None:
     async with taskwire_server(isolated_settings(tmp_path, session_api_keys=["k1"])) as server:
         assert (await server.client.get("/metrics", headers={"X-Session-API-Key": "wrong"})).status_code == 401
