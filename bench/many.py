@@ -50,6 +50,17 @@ from tests.servers import ServerProcess
 SUBAGENTS = 4
 
 
+def tree_script(steps: int, delay: float) -> str:
+    """``bench/forwarding.py``'s fan-out (4 sub-agents x ``steps`` think calls), every model
+    answer ``delay`` seconds late (0: at once, so the trees load the server as fast as it goes)."""
+    script = json.loads(fanout_script(SUBAGENTS, steps))
+    if delay:
+        for lane in script["lanes"]:
+            for turn in lane["turns"]:
+                turn["delay"] = delay
+    return json.dumps(script)
+
+
 # -- the servers ----------------------------------------------------------------------------
 
 
@@ -66,12 +77,14 @@ def replica_env(folder: Path, database_url: str, redis_url: str | None) -> dict[
 
 
 async def scrape(replica: ServerProcess) -> dict[str, float]:
-    """``/metrics`` summed by sample name."""
+    """``/metrics`` summed by sample name (and by name and generation for the collector's)."""
     text = (await replica.client.get("/metrics")).text
     totals: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
+            if "generation" in sample.labels:
+                totals[f"{sample.name}_{sample.labels['generation']}"] = sample.value
     return totals
 
 
@@ -185,6 +198,9 @@ async def run_trees(replicas: list[ServerProcess], size: int, script: str, fleet
         "p50_ms": received["p50_ms"], "p99_ms": received["p99_ms"],
         "rss_mb": max(peak_rss_mb(r) for r in replicas),
         "lag_ms": max(a.get("taskwire_event_loop_lag_max_seconds", 0) for a in after) * 1000,
+        "gc_ms": max(a.get("taskwire_gc_pause_max_seconds", 0) for a in after) * 1000,
+        "gc_total_s": max(a.get("taskwire_gc_pause_seconds_total", 0) for a in after),
+        "gc_by_generation": [max(a.get(f"taskwire_gc_pause_seconds_total_{g}", 0) for a in after) for g in range(3)],
         "load": os.getloadavg()[0], "errors": [e for r in replicas for e in errors_logged(r)],
     }
 
@@ -236,7 +252,7 @@ async def ceiling(size: int, frames: int, fleets: int) -> dict[str, Any]:
     start = asyncio.Event()
 
     async def handler(socket: Any) -> None:
-        await socket.send(json.dumps({"kind": "ConversationStateUpdateEvent", "key": "full_state"}))
+        await socket.send(json.dumps({"kind": "ConversationStateUpdateEvent", "key": "full_state", "value": {"last_seq": 0}}))
         await start.wait()
         for seq in range(1, per_socket):
             await socket.send(frame_of(seq))
@@ -260,14 +276,14 @@ async def ceiling(size: int, frames: int, fleets: int) -> dict[str, Any]:
 def table_of(title: str, rows: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> Table:
     table = Table(title=title)
     for column in ("run", "trees finished", "events stored", "stored/s", "delivered/s", "ceiling delivered/s",
-                   "p50 / p99 ms", "ceiling p50 / p99 ms", "peak RSS MB", "loop lag max ms", "load avg"):
+                   "p50 / p99 ms", "ceiling p50 / p99 ms", "peak RSS MB", "loop lag max ms", "gc max ms / total s", "load avg"):
         table.add_column(column, justify="left" if column == "run" else "right")
     for name, r, c in rows:
         table.add_row(
             name, f"{r['finished']}/{r['trees']}", f"{r['stored']:,.0f}", f"{r['stored_rate']:,.0f}",
             f"{r['delivered_rate']:,.0f}", f"{c['delivered_rate']:,.0f}" if c else "-",
             f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f}", f"{c['p50_ms']:.1f} / {c['p99_ms']:.1f}" if c else "-",
-            f"{r['rss_mb']:.0f}", f"{r['lag_ms']:.0f}", f"{r['load']:.2f}",
+            f"{r['rss_mb']:.0f}", f"{r['lag_ms']:.0f}", f"{r['gc_ms']:.0f} / {r['gc_total_s']:.1f}", f"{r['load']:.2f}",
         )
     return table
 
@@ -277,6 +293,7 @@ async def main() -> None:
     parser.add_argument("--sizes", default="10,100,500", help="numbers of trees, one run each (SQLite, in-process bus)")
     parser.add_argument("--replica-sizes", default="100,500", help="numbers of trees for one and two replicas (PostgreSQL + Redis)")
     parser.add_argument("--steps", type=int, default=10, help="think calls per sub-agent")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds each model answer takes (0: at once)")
     parser.add_argument("--fleets", type=int, default=2, help="client processes the sockets are spread over")
     parser.add_argument("--nofile", type=int, default=1024, help="soft file descriptor limit of the servers")
     parser.add_argument("--skip-replicas", action="store_true")
@@ -286,10 +303,10 @@ async def main() -> None:
     PROFILE = args.profile
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(args.nofile, hard), hard))  # the servers inherit it
-    console = Console(width=max(160, Console().width))
+    console = Console(width=max(200, Console().width))
     console.log(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, "
-                f"{SUBAGENTS} sub-agents x {args.steps} steps a tree, file descriptors {args.nofile}")
-    script = fanout_script(SUBAGENTS, args.steps)
+                f"{SUBAGENTS} sub-agents x {args.steps} steps a tree, model answers after {args.delay} s, file descriptors {args.nofile}")
+    script = tree_script(args.steps, args.delay)
     rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -300,6 +317,7 @@ async def main() -> None:
                                          lambda replicas: run_trees(replicas, size, script, args.fleets, crossed=False))
             console.log(f"ceiling: {result['frames']:,} frames to {size} sockets")
             rows.append((f"N={size}, one server (SQLite)", result, await ceiling(size, result["frames"], args.fleets)))
+            console.log(f"garbage collector, seconds by generation: {result['gc_by_generation']}")
             for error in result["errors"]:
                 console.log(f"[red]server log: {error}")
         console.print(table_of("many trees at once, one server (SQLite + in-process bus), forwarding on", rows))

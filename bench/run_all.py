@@ -24,6 +24,7 @@ FULL = [
     ["acp_load.py", "--events", "100000"],
     ["permissions.py"],
     ["acp_peer_permissions.py"],
+    ["many.py"],
 ]
 QUICK = [
     ["store.py", "--sizes", "10000,100000"],
@@ -36,6 +37,7 @@ QUICK = [
     ["acp_load.py", "--events", "10000"],
     ["permissions.py", "--calls", "50"],
     ["acp_peer_permissions.py", "--calls", "50"],
+    ["many.py", "--sizes", "10,100", "--replica-sizes", "100", "--steps", "5"],
 ]
 
 

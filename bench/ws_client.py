@@ -7,7 +7,7 @@ emit-to-client latencies (from each event's ``timestamp``) as p50/p99 in millise
 
 With ``--fleet``, it reads one URL a line from stdin (until an empty line), watches them all at
 once, prints ``connected`` once every socket has its first frame, and at the end the same line
-for all of them together, plus ``first``/``last`` (wall-clock seconds) and, with
+for all of them together (live events only: not what each socket's replay sends), plus ``first``/``last`` (wall-clock seconds) and, with
 ``--latency``, the sorted latencies under ``latencies_ms`` (so several fleets can be merged).
 """
 
@@ -60,16 +60,24 @@ async def open_watch(url: str) -> tuple[Any, str]:
     return socket, await socket.recv()
 
 
-async def watch(socket: Any, first: str, tally: Tally, *, count: int = 0, until_finished: bool = False) -> None:
-    """Count the socket's events (those with a ``seq``) until ``count`` or the root's end."""
+async def watch(
+    socket: Any, first: str, tally: Tally, *, count: int = 0, until_finished: bool = False, live_only: bool = False
+) -> None:
+    """Count the socket's events (those with a ``seq``) until ``count`` or the root's end;
+    ``live_only``: not those its replay sends (up to ``full_state``'s ``last_seq``), which were
+    stored before the socket was there."""
     pending = [first]
     seen = 0
+    replayed = 0
     async with socket:
         while True:
             frame = pending.pop() if pending else await socket.recv()
             now = time.time()
             event = json.loads(frame)
-            if "seq" not in event or event.get("key") == "full_state":
+            if event.get("key") == "full_state":
+                replayed = event["value"].get("last_seq") or 0 if live_only else 0
+                continue
+            if "seq" not in event or event["seq"] <= replayed:
                 continue
             tally.count(event, now)
             seen += 1
@@ -90,7 +98,7 @@ async def fleet(args: argparse.Namespace) -> None:
     for n in range(0, len(urls), 50):  # in waves: a server's accept backlog is finite
         opened += await asyncio.gather(*(open_watch(url) for url in urls[n : n + 50]))
     print("connected", flush=True)
-    await asyncio.gather(*(watch(s, f, tally, count=args.count, until_finished=args.until_finished) for s, f in opened))
+    await asyncio.gather(*(watch(s, f, tally, count=args.count, until_finished=args.until_finished, live_only=True) for s, f in opened))
     print(json.dumps(tally.summary(raw=True)), flush=True)
 
 
