@@ -96,6 +96,25 @@ def peak_rss_mb(replica: ServerProcess) -> float:
     return 0.0
 
 
+def cpu_seconds(replica: ServerProcess) -> float:
+    """User and system CPU time the replica's process has used (all its threads)."""
+    assert replica.process is not None
+    fields = Path(f"/proc/{replica.process.pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def open_files(replica: ServerProcess) -> int:
+    assert replica.process is not None
+    return len(os.listdir(f"/proc/{replica.process.pid}/fd"))
+
+
+async def sample_open_files(replicas: list[ServerProcess], peak: list[int]) -> None:
+    """Keep ``peak[0]`` at the most file descriptors any replica held (until cancelled)."""
+    while True:
+        peak[0] = max(peak[0], *(open_files(r) for r in replicas))
+        await asyncio.sleep(0.25)
+
+
 def errors_logged(replica: ServerProcess) -> list[str]:
     text = replica.log_path.read_text(errors="replace") if replica.log_path.exists() else ""
     return [line for line in text.splitlines() if "Traceback" in line or " ERROR " in line or "Error:" in line][:5]
@@ -158,7 +177,9 @@ async def watched(urls: list[str], fleets: int, go: Any, timeout: float) -> dict
 # -- one run --------------------------------------------------------------------------------
 
 
-async def run_trees(replicas: list[ServerProcess], size: int, script: str, fleets: int, crossed: bool) -> dict[str, Any]:
+async def run_trees(
+    replicas: list[ServerProcess], size: int, script: str, fleets: int, crossed: bool, stagger: float = 0.0
+) -> dict[str, Any]:
     """``size`` trees, created round-robin on ``replicas`` (each its tree's owner), each watched
     by one socket (on the next replica when ``crossed``); returns the figures."""
     agent = {"kind": "native", "llm": {"api": "scripted", "script": script}, "max_iterations": 1000}
@@ -177,16 +198,26 @@ async def run_trees(replicas: list[ServerProcess], size: int, script: str, fleet
         watcher = replicas[(n + 1) % len(replicas)] if crossed else owner
         urls.append(f"{watcher.ws_url}/sockets/events/{conversation_id}")
     before = [await scrape(r) for r in replicas]
+    cpu_before = sum(cpu_seconds(r) for r in replicas)
 
     async def go() -> None:
-        async def run(owner: ServerProcess, conversation_id: str) -> None:
+        async def run(n: int, owner: ServerProcess, conversation_id: str) -> None:
+            # With a model that takes time, the trees start spread over one answer's delay, as
+            # conversations arrive over time: else every agent's answer lands in the same instant.
+            await asyncio.sleep(stagger * n / size)
             async with gate:
                 (await owner.client.post(f"/api/conversations/{conversation_id}/run")).raise_for_status()
 
-        await asyncio.gather(*(run(owner, cid) for owner, cid in trees))
+        await asyncio.gather(*(run(n, owner, cid) for n, (owner, cid) in enumerate(trees)))
 
-    received = await watched(urls, fleets, go, timeout=1800)
+    peak_files = [0]
+    sampler = asyncio.create_task(sample_open_files(replicas, peak_files))
+    try:
+        received = await watched(urls, fleets, go, timeout=1800)
+    finally:
+        sampler.cancel()
     after = [await scrape(r) for r in replicas]
+    cpu = sum(cpu_seconds(r) for r in replicas) - cpu_before
     stored = sum(a.get("taskwire_events_appended_total", 0) - b.get("taskwire_events_appended_total", 0) for a, b in zip(after, before))
     # One store behind every replica: any of them counts the whole.
     finished = int((await replicas[0].client.get("/api/conversations/count", params={"status": "finished"})).json())
@@ -196,7 +227,8 @@ async def run_trees(replicas: list[ServerProcess], size: int, script: str, fleet
         "stored": stored, "frames": received["frames"],
         "stored_rate": stored / wall, "delivered_rate": received["frames"] / (received["last"] - received["first"]),
         "p50_ms": received["p50_ms"], "p99_ms": received["p99_ms"],
-        "rss_mb": max(peak_rss_mb(r) for r in replicas),
+        "rss_mb": max(peak_rss_mb(r) for r in replicas), "files": peak_files[0],
+        "cores": cpu / wall, "cpu_ms_per_event": cpu * 1000 / max(stored, 1),
         "lag_ms": max(a.get("taskwire_event_loop_lag_max_seconds", 0) for a in after) * 1000,
         "gc_ms": max(a.get("taskwire_gc_pause_max_seconds", 0) for a in after) * 1000,
         "gc_total_s": max(a.get("taskwire_gc_pause_seconds_total", 0) for a in after),
@@ -276,14 +308,14 @@ async def ceiling(size: int, frames: int, fleets: int) -> dict[str, Any]:
 def table_of(title: str, rows: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> Table:
     table = Table(title=title)
     for column in ("run", "trees finished", "events stored", "stored/s", "delivered/s", "ceiling delivered/s",
-                   "p50 / p99 ms", "ceiling p50 / p99 ms", "peak RSS MB", "loop lag max ms", "gc max ms / total s", "load avg"):
+                   "p50 / p99 ms", "ceiling p50 / p99 ms", "server cores", "server CPU ms/event", "peak RSS MB", "peak fds", "loop lag max ms", "gc max ms / total s", "load avg"):
         table.add_column(column, justify="left" if column == "run" else "right")
     for name, r, c in rows:
         table.add_row(
             name, f"{r['finished']}/{r['trees']}", f"{r['stored']:,.0f}", f"{r['stored_rate']:,.0f}",
             f"{r['delivered_rate']:,.0f}", f"{c['delivered_rate']:,.0f}" if c else "-",
             f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f}", f"{c['p50_ms']:.1f} / {c['p99_ms']:.1f}" if c else "-",
-            f"{r['rss_mb']:.0f}", f"{r['lag_ms']:.0f}", f"{r['gc_ms']:.0f} / {r['gc_total_s']:.1f}", f"{r['load']:.2f}",
+            f"{r['cores']:.2f}", f"{r['cpu_ms_per_event']:.2f}", f"{r['rss_mb']:.0f}", str(r["files"]), f"{r['lag_ms']:.0f}", f"{r['gc_ms']:.0f} / {r['gc_total_s']:.1f}", f"{r['load']:.2f}",
         )
     return table
 
@@ -303,7 +335,7 @@ async def main() -> None:
     PROFILE = args.profile
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(args.nofile, hard), hard))  # the servers inherit it
-    console = Console(width=max(200, Console().width))
+    console = Console(width=max(230, Console().width))
     console.log(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, "
                 f"{SUBAGENTS} sub-agents x {args.steps} steps a tree, model answers after {args.delay} s, file descriptors {args.nofile}")
     script = tree_script(args.steps, args.delay)
@@ -314,7 +346,7 @@ async def main() -> None:
             console.log(f"SQLite + in-process bus: {size} trees")
             url = f"sqlite:///{folder}/n{size}/taskwire.db"
             result = await with_replicas(folder / f"n{size}", 1, url, None,
-                                         lambda replicas: run_trees(replicas, size, script, args.fleets, crossed=False))
+                                         lambda replicas: run_trees(replicas, size, script, args.fleets, crossed=False, stagger=args.delay))
             console.log(f"ceiling: {result['frames']:,} frames to {size} sockets")
             rows.append((f"N={size}, one server (SQLite)", result, await ceiling(size, result["frames"], args.fleets)))
             console.log(f"garbage collector, seconds by generation: {result['gc_by_generation']}")
@@ -334,7 +366,7 @@ async def main() -> None:
                 console.log(f"PostgreSQL + Redis: {count} replica(s), {size} trees")
                 async with postgres_schema() as database_url:
                     result = await with_replicas(folder / f"pg{count}-{size}", count, database_url, REDIS,
-                                                 lambda replicas: run_trees(replicas, size, script, args.fleets, crossed=count > 1))
+                                                 lambda replicas: run_trees(replicas, size, script, args.fleets, crossed=count > 1, stagger=args.delay))
                 replica_rows.append((f"N={size}, {count} replica{'s, sockets on the other' if count > 1 else ''}", result, {}))
                 for error in result["errors"]:
                     console.log(f"[red]server log: {error}")
