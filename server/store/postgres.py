@@ -49,7 +49,14 @@ _INSERT = (
     + ", ".join(f"${n}::{_TYPES.get(c, 'text')}[]" for n, c in enumerate(_COLUMNS, start=2))
     + ")"
 )
-_ADVANCE = "UPDATE trees SET last_seq = last_seq + $2 WHERE root_id = $1 RETURNING id, last_seq, counted_seq"
+# Every tree of a batch in two statements, not one per tree: with hundreds of trees running,
+# a round trip each (each waiting for a busy event loop) held the counter rows locked for the
+# whole batch. Locked first in one order (root_id) for every writer, so two never deadlock.
+_LOCK_ALL = 'SELECT 1 FROM trees WHERE root_id = ANY($1::text[]) ORDER BY root_id COLLATE "C" FOR UPDATE'
+_ADVANCE_ALL = (
+    "UPDATE trees SET last_seq = trees.last_seq + w.n FROM unnest($1::text[], $2::bigint[]) AS w(root_id, n) "
+    "WHERE trees.root_id = w.root_id RETURNING trees.root_id, trees.id, trees.last_seq, trees.counted_seq"
+)
 _ADVANCE_NEW = (
     "INSERT INTO trees (root_id, last_seq) VALUES ($1, $2) ON CONFLICT (root_id) DO UPDATE "
     "SET last_seq = trees.last_seq + EXCLUDED.last_seq RETURNING id, last_seq, counted_seq"
@@ -69,13 +76,14 @@ class _EventWriter:
 
         async def write(conn: asyncpg.Connection) -> list[EventRecord]:
             counts = Counter(item.root_id for item in appends)
-            trees: dict[str, asyncpg.Record] = {}
-            last: dict[str, int] = {}
-            for root_id in sorted(counts):  # one lock order for every writer: no deadlock
-                row = await conn.fetchrow(_ADVANCE, root_id, counts[root_id])
-                if row is None:
-                    row = await conn.fetchrow(_ADVANCE_NEW, root_id, counts[root_id])
-                trees[root_id], last[root_id] = row, row["last_seq"] - counts[root_id]
+            roots = sorted(counts)
+            await conn.execute(_LOCK_ALL, roots)
+            rows = await conn.fetch(_ADVANCE_ALL, roots, [counts[r] for r in roots])
+            trees: dict[str, asyncpg.Record] = {row["root_id"]: row for row in rows}
+            for root_id in roots:
+                if root_id not in trees:  # a tree's first events (inserted after the locks: in order too)
+                    trees[root_id] = await conn.fetchrow(_ADVANCE_NEW, root_id, counts[root_id])
+            last = {root_id: trees[root_id]["last_seq"] - counts[root_id] for root_id in roots}
             records = []
             for item in appends:
                 last[item.root_id] += 1
