@@ -27,14 +27,6 @@ from server.stream.limits import SubscriberLimit, WaitingRoom
 from server.telemetry.tracer import RecordTracer, tracing_enabled
 
 
-GC_THRESHOLDS = (50_000, 20, 20)
-"""The cyclic collector's thresholds (Python's default: 700, 10, 10). With hundreds of trees
-running, their agents keep a great many objects alive, and at the default the collector ran
-a third of the time, in pauses of up to 1.4 s that held every socket (``bench/many.py``, 500
-trees: 29 s of a 76 s run). A young generation of 50,000 objects brings that under a second
-and the longest lag to about 0.1 s; plain reference counting frees everything else as before."""
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A taskwire server for ``settings`` (default: from the environment and TOML file)."""
     settings = settings or Settings()
@@ -54,7 +46,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 # cyclic collector from walking it again on every full collection. Those walks cost
                 # ~50 ms each and came every few thousand events.
                 gc.freeze()
-                gc.set_threshold(*GC_THRESHOLDS)
                 try:
                     yield
                 finally:
