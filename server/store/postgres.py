@@ -187,7 +187,11 @@ class PostgresStore(PostgresConversationStore):
     async def open(self) -> None:
         """Connect, migrate, start the writer task."""
         await self._db.open()
-        self._page_key = await postgres_secret(self._db, PAGE_KEY)
+        try:
+            self._page_key = await postgres_secret(self._db, PAGE_KEY)
+        except BaseException:  # cancelled or failed once open: nobody else would close it
+            await self._db.close()
+            raise
         self._commit = _CounterCommit(_EventWriter(self._db, fold_after=self._fold_after), max_batch=self._max_batch)
         self._commit.observer = self._append_observer
         self._commit.start()

@@ -52,7 +52,11 @@ class SQLiteStore(SQLiteConversationStore):
     async def open(self) -> None:
         """Create the file (and its folder) if needed, migrate, start the writer task."""
         await self._db.open()
-        self._page_key = await sqlite_secret(self._db, PAGE_KEY)
+        try:
+            self._page_key = await sqlite_secret(self._db, PAGE_KEY)
+        except BaseException:  # cancelled or failed once open: nobody else would close it
+            await self._db.close()
+            raise
         self._commit.start()
 
     async def close(self) -> None:
