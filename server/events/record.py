@@ -6,7 +6,7 @@ delivery never re-serialize. The other fields route and filter without parsing t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(slots=True)
@@ -34,6 +34,9 @@ class EventRecord:
     """The exact wire JSON (``exclude_none``), ``seq`` included."""
     prev_seq: int | None = None
     """Bus only: the ``seq`` of the previous record published on this topic, to detect gaps."""
+    body: str | None = field(default=None, compare=False, repr=False)
+    """Append only: the event's folded readable text (``server.events.body_text``), which the
+    store keeps beside the JSON for ``body=`` searches; ``None`` on records read back."""
 
     @property
     def is_subagent_event(self) -> bool:

@@ -38,7 +38,8 @@ class EventQuery:
     kinds: Sequence[str] | None = None
     source: str | None = None
     body: str | None = None
-    """Case-insensitive substring of the event's JSON."""
+    """A substring of the text a person reads in the event, under Unicode case folding:
+    ``fold(body) in body_text(event)`` (``server.events.body_text``), never field names."""
     timestamp_gte: datetime | None = None
     timestamp_lt: datetime | None = None
     after_seq: int | None = None

@@ -2,8 +2,9 @@
 
 The backends keep one ``events`` table with the same routing columns (``conversation_id``,
 ``seq``, ``kind``, ``source``, ``timestamp``, ``subagent_id``, ``parent_tool_use_id``,
-``json``); what differs (placeholders, how a root id selects the tree's rows, the
-case-insensitive ``LIKE``) is a ``SqlDialect``.
+``json``, and ``body``, the folded text ``body=`` searches: ``server.events.body_text``); what
+differs (placeholders, how a root id selects the tree's rows, how a folded term is looked for
+in ``body``, a text index that drives a search) is a ``SqlDialect``.
 
 Every search is keyset-paginated on ``seq``, so with an index that starts with the tree and
 the equality filters and ends with ``seq``, a page costs its own rows. A filter on several
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Sequence
 
+from server.events.body_text import MIN_INDEXED, fold
 from server.store.base import EventQuery, SortOrder
 from server.store.rows import timestamp_text
 
@@ -34,10 +36,21 @@ class SqlDialect:
     """The n-th (1-based) parameter: ``?`` for SQLite, ``$n`` for PostgreSQL."""
     tree_match: str
     """A condition selecting one tree's rows, with ``{}`` for the root id parameter."""
-    like: str = "LIKE"
-    """The case-insensitive ``LIKE`` operator (``ILIKE`` in PostgreSQL)."""
+    body_match: Callable[[Callable[[Any], str], str], str]
+    """The condition that the row's ``body`` holds a folded term, given the parameter maker
+    and the term (a substring test, on the row)."""
     timestamp: Callable[[datetime], Any] = timestamp_text
     """How a datetime bound is passed to compare with the ``timestamp`` column."""
+    text_join: TextJoin | None = None
+    """A text index that finds a term's events in ``seq`` order (SQLite's FTS5 table), used
+    for terms of ``MIN_INDEXED`` characters or more; ``None`` where the database's own
+    planner picks an index for ``body_match`` (PostgreSQL's trigram index)."""
+
+
+TextJoin = Callable[["_Params", EventQuery, str, tuple[int | None, int | None]], tuple[str, str, str]]
+"""Given the parameters, the query, the folded term and the ``seq`` bounds: the ``FROM``
+clause (the index joined to ``events``), the conditions that tie them and narrow the index to
+the tree and bounds, and the column to order by (one that follows ``seq``)."""
 
 
 class _Params:
@@ -131,6 +144,14 @@ def seq_bounds(
     return (max(known_lowers) if known_lowers else None, min(known_uppers) if known_uppers else None)
 
 
+def indexed_term(query: EventQuery, dialect: SqlDialect) -> str | None:
+    """The folded term when ``dialect``'s text index serves ``query``'s body filter."""
+    if not query.body or dialect.text_join is None:
+        return None
+    term = fold(query.body)
+    return term if len(term) >= MIN_INDEXED else None
+
+
 def like_pattern(text: str) -> str:
     """A ``LIKE ... ESCAPE '\\'`` pattern matching ``text`` anywhere."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -143,8 +164,10 @@ def _conditions(
     bounds: tuple[int | None, int | None],
     *,
     split: dict[str, str] | None = None,
+    body: bool = True,
 ) -> str:
-    """The WHERE clause; ``split`` pins columns to one value (a merge branch)."""
+    """The WHERE clause; ``split`` pins columns to one value (a merge branch); ``body=False``
+    leaves the body filter out (a text index applies it)."""
     split = split or {}
     where = [p.dialect.tree_match.format(p(query.root_id))]
     for column, values in (("conversation_id", query.conversation_ids), ("kind", query.kinds)):
@@ -163,8 +186,8 @@ def _conditions(
         where.append(f"timestamp >= {p(p.dialect.timestamp(query.timestamp_gte))}")
     if query.timestamp_lt is not None:
         where.append(f"timestamp < {p(p.dialect.timestamp(query.timestamp_lt))}")
-    if query.body:
-        where.append(f"json {p.dialect.like} {p(like_pattern(query.body))} ESCAPE '\\'")
+    if query.body and body:
+        where.append(p.dialect.body_match(p, fold(query.body)))
     lower, upper = bounds
     if lower is not None:
         where.append(f"seq > {p(lower)}")
@@ -206,6 +229,13 @@ def search_sql(
     p = _Params(dialect)
     bounds = seq_bounds(query, order, cursor, window)
     direction = "ASC" if order == "TIMESTAMP" else "DESC"
+    term = indexed_term(query, dialect)
+    if term is not None:
+        # The index yields the term's events in seq order: no branches to merge.
+        source, ties, key = dialect.text_join(p, query, term, bounds)  # type: ignore[misc]
+        where = _conditions(query, p, bounds, body=False)
+        sql = f"SELECT {columns} FROM {source} WHERE {ties} AND {where} ORDER BY {key} {direction} LIMIT {p(limit)}"
+        return sql, p.values
     branches = _branches(query)
     if branches is None:
         where = _conditions(query, p, bounds)
@@ -225,7 +255,12 @@ def search_sql(
 def count_sql(query: EventQuery, *, dialect: SqlDialect, window: Window | None = None) -> tuple[str, list[Any]]:
     """SQL and parameters counting the events ``query`` matches."""
     p = _Params(dialect)
-    where = _conditions(query, p, seq_bounds(query, "TIMESTAMP", None, window))
+    bounds = seq_bounds(query, "TIMESTAMP", None, window)
+    term = indexed_term(query, dialect)
+    if term is not None:
+        source, ties, _ = dialect.text_join(p, query, term, bounds)  # type: ignore[misc]
+        return f"SELECT count(*) FROM {source} WHERE {ties} AND {_conditions(query, p, bounds, body=False)}", p.values
+    where = _conditions(query, p, bounds)
     return f"SELECT count(*) FROM events WHERE {where}", p.values
 
 

@@ -32,12 +32,13 @@ from server.store.pagination import event_page, event_search_sql
 from server.store.postgres_conversations import PostgresConversationStore
 from server.store.postgres_pool import PostgresPool
 from server.store.postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
+from server.store.postgres_text import body_match
 from server.store.rows import check_deletable, event_record
 from server.store.server_secrets import PAGE_KEY, draw, postgres_secret
 
 T = TypeVar("T")
 _TREE = "(SELECT id FROM trees WHERE root_id = {})"
-DIALECT = SqlDialect(placeholder=lambda n: f"${n}", tree_match="tree = " + _TREE, like="ILIKE")
+DIALECT = SqlDialect(placeholder=lambda n: f"${n}", tree_match="tree = " + _TREE, body_match=body_match)
 
 _COLUMNS = ("conversation_id", "seq", "id", "kind", "source", "timestamp", "subagent_id", "parent_tool_use_id", "json")
 # In EventRecord's field order, after root_id (which a search knows from its query).
@@ -45,8 +46,8 @@ _SEARCH_COLUMNS = ", ".join(_COLUMNS)
 _GET = "SELECT t.root_id, " + ", ".join(f"e.{c}" for c in _COLUMNS) + " FROM events e JOIN trees t ON t.id = e.tree"
 _TYPES = {"seq": "bigint"}
 _INSERT = (
-    f"INSERT INTO events (tree, {_SEARCH_COLUMNS}) SELECT * FROM unnest($1::bigint[], "
-    + ", ".join(f"${n}::{_TYPES.get(c, 'text')}[]" for n, c in enumerate(_COLUMNS, start=2))
+    f"INSERT INTO events (tree, {_SEARCH_COLUMNS}, body) SELECT * FROM unnest($1::bigint[], "
+    + ", ".join(f"${n}::{_TYPES.get(c, 'text')}[]" for n, c in enumerate((*_COLUMNS, "body"), start=2))
     + ")"
 )
 # Every tree of a batch in two statements, not one per tree: with hundreds of trees running,
@@ -91,6 +92,7 @@ class _EventWriter:
                 records.append(event_record(item.conversation_id, item.root_id, item.event))
             columns = [[trees[r.root_id]["id"] for r in records]]
             columns += [[getattr(r, column) for r in records] for column in _COLUMNS]
+            columns.append([r.body or "" for r in records])
             await conn.execute(_INSERT, *columns)
             for tree in trees.values():
                 if tree["last_seq"] - tree["counted_seq"] >= self._fold_after:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncpg
 
+from server.store import postgres_text
 from server.store.schema import EVENT_INDEXES, pending_migrations
 
 _V1 = """
@@ -88,7 +89,7 @@ CREATE TABLE server_secrets (
 """
 """Secrets every replica shares (``server_secrets.py``): the page-token key."""
 
-MIGRATIONS: tuple[str, ...] = (_V1, _SECRETS)
+MIGRATIONS: tuple[str, ...] = (_V1, _SECRETS, postgres_text.MIGRATION)
 """Migration n brings the database from version n - 1 to n."""
 
 _MIGRATION_LOCK = 0x7461736B77697265  # "taskwire": replicas starting together migrate one at a time
@@ -115,19 +116,33 @@ async def create_pool(url: str, *, max_size: int = 10, timeout: float = 10.0) ->
 async def migrate(pool: asyncpg.Pool, *, where: str) -> None:
     """Bring the database to the newest schema; raises ``SchemaVersionError`` if it is newer.
 
+    Then fill in what a migration left to fill and make the body search index if it is
+    missing (``postgres_text.py``), each in transactions of its own.
+
     Safe when several replicas start at once: an advisory lock makes them take turns, and the
     later ones find nothing left to do."""
-    async with pool.acquire() as conn, conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
-        if await conn.fetchval("SELECT current_schema()") is None:
-            raise RuntimeError(
-                f"the database at {where} has no schema on its search_path: create it "
-                "(CREATE SCHEMA ...) or fix ?search_path= in OH_DATABASE_URL"
-            )
-        await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-        found = await conn.fetchval("SELECT max(version) FROM schema_version") or 0
-        pending = pending_migrations(found, MIGRATIONS, where=where)
-        for number, script in enumerate(pending, start=found + 1):
-            await conn.execute(script)  # without arguments, asyncpg runs a whole script
-            await conn.execute("DELETE FROM schema_version")
-            await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", number)
+    async with pool.acquire() as conn:
+        await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
+        try:
+            async with conn.transaction():
+                await _apply_migrations(conn, where=where)
+            await postgres_text.fill_body_text(conn, where=where)
+            await postgres_text.ensure_index(conn, where=where)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", _MIGRATION_LOCK)
+
+
+async def _apply_migrations(conn: asyncpg.Connection, *, where: str) -> None:
+    """The pending migrations, inside the caller's transaction."""
+    if await conn.fetchval("SELECT current_schema()") is None:
+        raise RuntimeError(
+            f"the database at {where} has no schema on its search_path: create it "
+            "(CREATE SCHEMA ...) or fix ?search_path= in OH_DATABASE_URL"
+        )
+    await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    found = await conn.fetchval("SELECT max(version) FROM schema_version") or 0
+    pending = pending_migrations(found, MIGRATIONS, where=where)
+    for number, script in enumerate(pending, start=found + 1):
+        await conn.execute(script)  # without arguments, asyncpg runs a whole script
+        await conn.execute("DELETE FROM schema_version")
+        await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", number)

@@ -11,6 +11,7 @@ from typing import Any
 
 from server.errors import BadRequest, ConversationNotFound
 from server.events import Event, EventRecord
+from server.events.body_text import body_text
 from server.events.models import _utc_z as _wire_timestamp
 from server.store.base import ConversationRecord
 
@@ -25,7 +26,8 @@ def timestamp_text(value: datetime) -> str:
 def event_record(conversation_id: str, root_id: str, event: Event) -> EventRecord:
     """Serialize ``event`` (its ``seq`` already set; ``None`` for an ephemeral one, which is
     only published) into the record that is stored and
-    published. This is the one place an event becomes JSON."""
+    published. This is the one place an event becomes JSON, and its searched text
+    (``body``)."""
     json = event.to_json()
     return EventRecord(
         root_id=root_id,
@@ -38,6 +40,7 @@ def event_record(conversation_id: str, root_id: str, event: Event) -> EventRecor
         subagent_id=event.subagent_id,
         parent_tool_use_id=event.parent_tool_use_id,
         json=json,
+        body=body_text(event),
     )
 
 

@@ -20,7 +20,10 @@ from pathlib import Path
 
 import aiosqlite
 
+import sqlite3
+
 from server.store.schema import EVENT_INDEXES, pending_migrations
+from server.store import sqlite_text
 
 MEMORY = ":memory:"
 
@@ -83,8 +86,9 @@ CREATE TABLE server_secrets (
 """
 """Secrets every server on this database shares (``server_secrets.py``): the page-token key."""
 
-MIGRATIONS: tuple[str, ...] = (_V1, _SECRETS)
-"""Migration n brings the database from version n - 1 to n; statements end with ``;``."""
+MIGRATIONS: tuple[str, ...] = (_V1, _SECRETS, sqlite_text.MIGRATION)
+"""Migration n brings the database from version n - 1 to n; statements end with ``;``
+(a trigger's body holds several: ``statements`` keeps it whole)."""
 
 _PRAGMAS = (
     # NORMAL in WAL mode: a commit survives a crash of the process (not of the machine).
@@ -130,8 +134,25 @@ async def connect(path: str, *, read_only: bool = False, timeout: float = 10.0) 
     return conn
 
 
+def statements(script: str) -> list[str]:
+    """The statements of ``script``, split at the ``;`` that end one (not those inside a
+    trigger's ``BEGIN ... END``)."""
+    found, pending = [], ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.replace(";", "").strip():
+                found.append(pending)
+            pending = ""
+    if pending.replace(";", "").strip():
+        found.append(pending)
+    return found
+
+
 async def migrate(conn: aiosqlite.Connection, *, where: str) -> None:
-    """Bring the database to the newest schema; raises ``SchemaVersionError`` if it is newer."""
+    """Bring the database to the newest schema; raises ``SchemaVersionError`` if it is newer.
+    Then fill in what a migration left to fill (``sqlite_text.fill_body_text``)."""
+    sqlite_text.check_version(sqlite3.sqlite_version)
     await conn.execute("BEGIN IMMEDIATE")
     try:
         await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
@@ -139,9 +160,8 @@ async def migrate(conn: aiosqlite.Connection, *, where: str) -> None:
         found = rows[0][0] or 0
         pending = pending_migrations(found, MIGRATIONS, where=where)
         for number, script in enumerate(pending, start=found + 1):
-            for statement in script.split(";"):
-                if statement.strip():
-                    await conn.execute(statement)
+            for statement in statements(script):
+                await conn.execute(statement)
             await conn.execute("DELETE FROM schema_version")
             await conn.execute("INSERT INTO schema_version (version) VALUES (?)", (number,))
         await conn.execute("COMMIT")
@@ -149,3 +169,4 @@ async def migrate(conn: aiosqlite.Connection, *, where: str) -> None:
         if conn.in_transaction:
             await conn.execute("ROLLBACK")
         raise
+    await sqlite_text.fill_body_text(conn, where=where)

@@ -27,12 +27,14 @@ from server.events import EventRecord
 from server.store.base import EventQuery
 from server.store.filters import SqlDialect, Window, time_window_sql, window_from_row
 from server.store.sqlite_database import SQLiteDatabase, transaction
+from server.store.sqlite_text import body_match, text_join
 
 TREE = "(SELECT id FROM trees WHERE root_id = {})"
 """The key of the tree whose root id is the parameter ``{}``."""
-DIALECT = SqlDialect(placeholder=lambda _: "?", tree_match="tree = " + TREE)
+DIALECT = SqlDialect(placeholder=lambda _: "?", tree_match="tree = " + TREE, body_match=body_match, text_join=text_join)
 COLUMNS = ("conversation_id", "seq", "id", "kind", "source", "timestamp", "subagent_id", "parent_tool_use_id", "json")
-"""An event row's columns after ``tree``, in ``EventRecord``'s field order after ``root_id``."""
+"""An event row's columns after ``tree``, in ``EventRecord``'s field order after ``root_id``
+(what is read back); an append writes ``body`` too, its folded text (``sqlite_text.py``)."""
 FOLD_AFTER = 1_000
 """Events past a tree's mark before they are folded into its summaries."""
 
@@ -138,10 +140,10 @@ class SQLiteEventWriter:
 
 @functools.lru_cache(maxsize=64)
 def _insert_rows(count: int) -> str:
-    """One ``INSERT`` of ``count`` rows (at most 1000 per batch: 10,000 parameters, under
+    """One ``INSERT`` of ``count`` rows (at most 1000 per batch: 11,000 parameters, under
     SQLite's limit of 32,766)."""
-    row = f"({', '.join('?' * (len(COLUMNS) + 1))})"
-    return f"INSERT INTO events (tree, {', '.join(COLUMNS)}) VALUES " + ", ".join([row] * count)
+    row = f"({', '.join('?' * (len(COLUMNS) + 2))})"
+    return f"INSERT INTO events (tree, {', '.join(COLUMNS)}, body) VALUES " + ", ".join([row] * count)
 
 
 def _values(keys: dict[str, int], records: Sequence[EventRecord]) -> list[Any]:
@@ -149,7 +151,7 @@ def _values(keys: dict[str, int], records: Sequence[EventRecord]) -> list[Any]:
         value
         for r in records
         for value in (keys[r.root_id], r.conversation_id, r.seq, r.id, r.kind, r.source, r.timestamp,
-                      r.subagent_id, r.parent_tool_use_id, r.json)
+                      r.subagent_id, r.parent_tool_use_id, r.json, r.body or "")
     ]  # fmt: skip
 
 

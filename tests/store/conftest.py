@@ -22,6 +22,7 @@ from server.events import (
     SubagentFinishedEvent,
     SubagentStartedEvent,
 )
+from server.events.body_text import fold, stored_body_text
 from server.store import Store, open_store
 from server.store.base import EventQuery
 from tests.services import postgres_schema_url
@@ -127,7 +128,7 @@ def _matches(query: EventQuery, record: EventRecord) -> bool:
             query.conversation_ids is None or record.conversation_id in query.conversation_ids,
             query.kinds is None or record.kind in query.kinds,
             query.source is None or record.source == query.source,
-            query.body is None or query.body.lower() in record.json.lower(),
+            not query.body or fold(query.body) in stored_body_text(record.json),
             query.timestamp_gte is None or record.timestamp >= _z(query.timestamp_gte),
             query.timestamp_lt is None or record.timestamp < _z(query.timestamp_lt),
             query.after_seq is None or seq > query.after_seq,

@@ -75,7 +75,7 @@ async def test_many_filters_at_once(store: Store, sample, search_all) -> None:
         conversation_ids=[sample.sub1, sample.sub2],
         kinds=["ActionEvent", "ObservationEvent", "MessageEvent"],
         source="agent",
-        body="CALL",
+        body="TERMINAL",
         timestamp_gte=1,
         after_seq=3,
         until_seq=40,
