@@ -94,11 +94,23 @@ async def _admin(sql: str) -> None:
         await conn.close()
 
 
+@functools.cache
+def _shared_extensions() -> None:
+    # The store creates pg_trgm where it is missing, in its own schema; a test's schema is
+    # dropped with CASCADE, which would take the extension (and the indexes of every other
+    # test using it) along. Made once in ``public``, it outlives the tests' schemas.
+    try:
+        _run_apart(_admin("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public"))
+    except asyncpg.UniqueViolationError:  # another test process made it at the same moment
+        pass
+
+
 def postgres_schema_url(request: pytest.FixtureRequest) -> str:
     """A URL to a new, empty schema of the test database, dropped when the test ends.
     Skips (fails in CI) when PostgreSQL does not answer."""
     need_postgres()
     schema = f"taskwire_test_{uuid.uuid4().hex[:12]}"
+    _shared_extensions()
     _run_apart(_admin(f"CREATE SCHEMA {schema}"))
     request.addfinalizer(lambda: _run_apart(_admin(f"DROP SCHEMA IF EXISTS {schema} CASCADE")))
     return f"{POSTGRES_URL}?search_path={schema}"
