@@ -115,3 +115,32 @@ async def test_get_and_batch_get_by_id(server: RunningServer) -> None:
     other = await create(server, agent=scripted_agent(str(REPO / "config/demo/hello.yaml")), run=False)
     foreign = await server.client.get(f"/api/conversations/{other['id']}/events/{events[2]['id']}")
     assert foreign.status_code == 404
+
+
+async def test_body_finds_the_text_a_person_reads(server: RunningServer) -> None:
+    """``body=`` as a new user tries it: words, not the JSON (docs/api.md, "Searching text")."""
+    info = await create(server, agent=scripted_agent(str(REPO / "config/demo/hello.yaml")), run=False)
+    cid = info["id"]
+    said = {
+        "quoted": MessageEvent(role="user", source="user", content='Say "double", not single'),
+        "french": MessageEvent(content="Retour à l'École"),
+        "greek": ObservationEvent(tool_name="terminal", tool_call_id="c1", content="ΣΊΣΥΦΟΣ again 🙂"),
+        "path": ActionEvent(tool_name="file_editor", tool_call_id="c2", arguments={"command": "view", "path": "C:\\work\\100%_done"}),
+    }
+    for event in said.values():
+        await server.runtime.emit(cid, event)
+
+    async def found(term: str) -> list[str]:
+        items = await page_through(server, cid, body=term)
+        count = (await server.client.get(f"/api/conversations/{cid}/events/count", params={"body": term})).json()
+        assert count == len(items), term
+        names = {event.id: name for name, event in said.items()}
+        return [names.get(item["id"], item["kind"]) for item in items]
+
+    assert await found("role") == [] and await found("content") == [] and await found("arguments") == []
+    assert await found('"double"') == ["quoted"]
+    assert await found("école") == ["french"] and await found("ÉCOLE") == ["french"]
+    assert await found("σίσυφος") == ["greek"] and await found("🙂") == ["greek"]
+    assert await found("\\") == ["path"] and await found("100%_d") == ["path"] and await found("%") == ["path"]
+    assert await found("FILE_EDITOR") == ["path"]
+    assert await found("zzz-absent") == []
