@@ -41,16 +41,19 @@ class SqlDialect:
     and the term (a substring test, on the row)."""
     timestamp: Callable[[datetime], Any] = timestamp_text
     """How a datetime bound is passed to compare with the ``timestamp`` column."""
-    text_join: TextJoin | None = None
+    text_branches: TextBranches | None = None
     """A text index that finds a term's events in ``seq`` order (SQLite's FTS5 table), used
     for terms of ``MIN_INDEXED`` characters or more; ``None`` where the database's own
     planner picks an index for ``body_match`` (PostgreSQL's trigram index)."""
 
 
-TextJoin = Callable[["_Params", EventQuery, str, tuple[int | None, int | None]], tuple[str, str, str]]
-"""Given the parameters, the query, the folded term and the ``seq`` bounds: the ``FROM``
-clause (the index joined to ``events``), the conditions that tie them and narrow the index to
-the tree and bounds, and the column to order by (one that follows ``seq``)."""
+TextBranch = tuple[str, Callable[[], str], str]
+"""One part of an indexed text search: its ``FROM`` clause (``events``, or the index joined
+to it), a function making the conditions that find the term there (called in the order the
+SQL is written: parameters are positional), and the column to order by (one that follows
+``seq``). The parts' ``seq`` ranges do not overlap."""
+TextBranches = Callable[["_Params", EventQuery, str, tuple[int | None, int | None]], list[TextBranch]]
+"""Given the parameters, the query, the folded term and the ``seq`` bounds: the parts."""
 
 
 class _Params:
@@ -146,7 +149,7 @@ def seq_bounds(
 
 def indexed_term(query: EventQuery, dialect: SqlDialect) -> str | None:
     """The folded term when ``dialect``'s text index serves ``query``'s body filter."""
-    if not query.body or dialect.text_join is None:
+    if not query.body or dialect.text_branches is None:
         return None
     term = fold(query.body)
     return term if len(term) >= MIN_INDEXED else None
@@ -231,11 +234,13 @@ def search_sql(
     direction = "ASC" if order == "TIMESTAMP" else "DESC"
     term = indexed_term(query, dialect)
     if term is not None:
-        # The index yields the term's events in seq order: no branches to merge.
-        source, ties, key = dialect.text_join(p, query, term, bounds)  # type: ignore[misc]
-        where = _conditions(query, p, bounds, body=False)
-        sql = f"SELECT {columns} FROM {source} WHERE {ties} AND {where} ORDER BY {key} {direction} LIMIT {p(limit)}"
-        return sql, p.values
+        # The index yields the term's events in seq order: only its own parts to merge.
+        parts = [
+            f"SELECT * FROM (SELECT {columns} FROM {source} WHERE {ties()} AND "
+            f"{_conditions(query, p, bounds, body=False)} ORDER BY {key} {direction} LIMIT {p(limit)}) AS part{n}"
+            for n, (source, ties, key) in enumerate(dialect.text_branches(p, query, term, bounds))  # type: ignore[misc]
+        ]
+        return " UNION ALL ".join(parts) + f" ORDER BY seq {direction} LIMIT {p(limit)}", p.values
     branches = _branches(query)
     if branches is None:
         where = _conditions(query, p, bounds)
@@ -258,8 +263,11 @@ def count_sql(query: EventQuery, *, dialect: SqlDialect, window: Window | None =
     bounds = seq_bounds(query, "TIMESTAMP", None, window)
     term = indexed_term(query, dialect)
     if term is not None:
-        source, ties, _ = dialect.text_join(p, query, term, bounds)  # type: ignore[misc]
-        return f"SELECT count(*) FROM {source} WHERE {ties} AND {_conditions(query, p, bounds, body=False)}", p.values
+        counts = [
+            f"(SELECT count(*) FROM {source} WHERE {ties()} AND {_conditions(query, p, bounds, body=False)})"
+            for source, ties, _ in dialect.text_branches(p, query, term, bounds)  # type: ignore[misc]
+        ]
+        return "SELECT " + " + ".join(counts), p.values
     where = _conditions(query, p, bounds)
     return f"SELECT count(*) FROM events WHERE {where}", p.values
 

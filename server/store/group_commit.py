@@ -7,7 +7,9 @@ return), then resolves the waiting appends in ``seq`` order. Futures resolved in
 wake their tasks in that order, so a caller that publishes right after its await publishes
 in ``seq`` order. ``submit`` is the same without the wait: its callback is scheduled on the
 loop at the same point, so callbacks and woken callers run in one ``seq`` order. While one batch is being written (the database works in its own thread),
-the next is numbered and serialized, and written as soon as the first commit is in.
+the next is numbered and serialized, and written as soon as the first commit is in. When
+nothing is queued, the writer gives the backend a moment for deferred work (``idle_work``:
+SQLite's text index), a short step at a time, so an append never waits long behind it.
 
 ``seq`` is numbered in this process, from a per-tree count read from the database once. A
 backend where several processes append to one tree numbers inside its transaction instead,
@@ -55,6 +57,11 @@ class BatchWriter(Protocol):
 
     async def write(self, records: Sequence[EventRecord]) -> None:
         """Store ``records`` in one transaction, all or nothing, durable on return."""
+        ...
+
+    async def idle_work(self) -> bool:
+        """Do a short step of deferred work (indexing) while no append is queued; whether
+        more remains. Called between batches, never while one is being written."""
         ...
 
 
@@ -106,6 +113,7 @@ class GroupCommit:
         self._wakeup = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self._idle_failing = False
         self.observer: Callable[[float], None] | None = None
         """Called with the seconds each stored append took, from queued to stored (metrics)."""
 
@@ -171,6 +179,8 @@ class GroupCommit:
                     await self._flush()
                     if self._closing:
                         return
+                    if await self._idle_work():
+                        continue  # look at the queue again before the next step
                     await self._wakeup.wait()
                     self._wakeup.clear()
                     continue
@@ -188,6 +198,17 @@ class GroupCommit:
                 self._fail(item, stopped)
             self._queue.clear()
             self._room.set()
+
+    async def _idle_work(self) -> bool:
+        try:
+            more = await self._writer.idle_work()
+        except Exception as exc:  # tried again after the next batch; the appends go on
+            if not self._idle_failing:
+                log.warning("deferred store work failed (tried again later): %r", exc)
+            self._idle_failing = True
+            return False
+        self._idle_failing = False
+        return more
 
     async def _commit(self, batch: list[_Append]) -> None:
         """Store ``batch`` and resolve its appends, in ``seq`` order after earlier batches.

@@ -72,6 +72,10 @@ class _EventWriter:
         self._db = db
         self._fold_after = fold_after
 
+    async def idle_work(self) -> bool:
+        """Nothing is deferred here: the trigram index is PostgreSQL's to keep."""
+        return False
+
     async def write_appends(self, appends: Sequence[Any]) -> list[EventRecord]:
         """Store ``appends`` (``GroupCommit``'s queued items) and return their records, in order."""
 

@@ -149,6 +149,17 @@ class SQLiteStore(SQLiteConversationStore):
     async def last_seq(self, root_id: str) -> int:
         return await self._writer.last_seq(root_id)
 
+    async def index_pending(self) -> None:
+        """Put every stored event in the text index now (the writer does it by itself, a
+        step at a time, whenever no append waits; searches never depend on it)."""
+
+        async def index_all() -> None:
+            while await self._writer.idle_work():
+                pass
+
+        await self.flush()
+        await self._db.owned.run(index_all())
+
     async def delete_conversation(self, conversation_id: str) -> None:
         """Delete a root conversation's whole tree: its records and every event. Raises
         ``ConversationNotFound``, or ``BadRequest`` for a sub-agent (delete its root)."""

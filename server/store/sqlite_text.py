@@ -2,20 +2,29 @@
 
 Every event row holds ``body``, its folded readable text (``server.events.body_text``), written
 at append. ``event_text`` is a contentless FTS5 table over it with the ``trigram`` tokenizer
-(SQLite 3.34 or newer), which answers any substring of three characters or more: a term is
-one quoted phrase of its trigrams, so ``"``, ``*``, ``-``, ``OR`` are plain characters. The
-text is folded before it is indexed, so the tokenizer is told to keep case (``case_sensitive
-1``) and both sides fold one way, Python's.
+(SQLite 3.34 or newer), which finds the rows holding every trigram of a term of three
+characters or more; ``instr`` on ``body`` then keeps those that hold the term itself. Each
+trigram is quoted in the query, so ``"``, ``*``, ``-``, ``OR`` are plain characters. The text
+is folded before it is indexed, so the tokenizer keeps case (``case_sensitive 1``): both sides
+fold one way, Python's. Only which rows hold a trigram is kept (``detail=none``), not where.
 
 An index row's rowid is the event's tree key and ``seq`` in one integer (``tree << 36 | seq``):
 a tree's rows are one rowid range, in ``seq`` order, so a search walks the index in the order
 of the page it returns, limited to its tree and ``seq`` bounds, and stops when the page is
-full. Triggers of the schema keep the index in step with ``events`` inside the statement that
-writes them (an append's ``INSERT``, a tree's ``DELETE``), so no writer can forget it. Shorter
-terms are looked for in ``body`` row by row (``instr``).
+full.
+
+Indexing a row's text costs several times what storing the row does (every character is a
+trigram), so it is kept off the append's path: an append stores ``body``, and the writer
+indexes what is new when it has no appends to write (``SQLiteEventWriter.index_some``), a
+tree at a time, up to ``trees.text_seq``. Moving that mark is one statement whose trigger
+indexes the rows it passes (as the summaries' fold does). A search reads the index up to the
+mark and the few rows past it (``instr``), in one statement, so it always sees every stored
+event. Shorter terms are looked for in ``body`` row by row. A tree's ``DELETE`` takes its
+indexed rows out of the index by a trigger, in the same statement.
 
 Events stored before the column existed are filled in by ``fill_body_text`` at open, in
-batches of their own transactions, resumable, with progress in the log.
+batches of their own transactions, resumable, with progress in the log; the index then
+catches up with them like with new events.
 """
 
 from __future__ import annotations
@@ -31,58 +40,85 @@ from server.store.text_fill import FILL_BATCH, FillProgress
 
 TREE_SHIFT = 36
 """Bits of ``seq`` in an index rowid: up to 2**36 (68 billion) events a tree, 2**27 trees."""
-MIN_SQLITE = (3, 34, 0)
-"""The first SQLite with the ``trigram`` tokenizer."""
+_LAST = (1 << TREE_SHIFT) - 1
+MIN_SQLITE = (3, 35, 0)
+"""The trigram tokenizer (3.34) and ``RETURNING`` (3.35)."""
+INDEX_CHUNK = 64
+"""Events indexed per step while the writer is idle (a few milliseconds: an append arriving
+meanwhile waits at most that long)."""
 
 MIGRATION = f"""
 ALTER TABLE events ADD COLUMN body TEXT NOT NULL DEFAULT '';
+ALTER TABLE trees ADD COLUMN text_seq INTEGER NOT NULL DEFAULT 0;
 CREATE VIRTUAL TABLE event_text USING fts5(
-    body, content='', columnsize=0, tokenize='trigram case_sensitive 1'
+    body, content='', columnsize=0, detail=none, tokenize='trigram case_sensitive 1'
 );
-CREATE TRIGGER event_text_insert AFTER INSERT ON events WHEN NEW.body <> '' BEGIN
-    INSERT INTO event_text (rowid, body) VALUES ((NEW.tree << {TREE_SHIFT}) + NEW.seq, NEW.body);
+CREATE TRIGGER event_text_index AFTER UPDATE OF text_seq ON trees WHEN NEW.text_seq > OLD.text_seq BEGIN
+    INSERT INTO event_text (rowid, body)
+    SELECT (tree << {TREE_SHIFT}) + seq, body FROM events INDEXED BY events_by_seq
+    WHERE tree = NEW.id AND seq > OLD.text_seq AND seq <= NEW.text_seq AND body <> '';
 END;
-CREATE TRIGGER event_text_delete AFTER DELETE ON events WHEN OLD.body <> '' BEGIN
+CREATE TRIGGER event_text_delete AFTER DELETE ON events
+WHEN OLD.body <> '' AND OLD.seq <= (SELECT text_seq FROM trees WHERE id = OLD.tree) BEGIN
     INSERT INTO event_text (event_text, rowid, body)
     VALUES ('delete', (OLD.tree << {TREE_SHIFT}) + OLD.seq, OLD.body);
-END;
-CREATE TRIGGER event_text_update AFTER UPDATE OF body ON events BEGIN
-    INSERT INTO event_text (event_text, rowid, body)
-    SELECT 'delete', (OLD.tree << {TREE_SHIFT}) + OLD.seq, OLD.body WHERE OLD.body <> '';
-    INSERT INTO event_text (rowid, body)
-    SELECT (NEW.tree << {TREE_SHIFT}) + NEW.seq, NEW.body WHERE NEW.body <> '';
 END;
 CREATE TABLE event_text_fill (after_rowid INTEGER NOT NULL);
 INSERT INTO event_text_fill (after_rowid) VALUES (0)
 """
-"""The schema migration: the column, the index, its triggers, and the mark of the fill (the
-rows up to ``after_rowid`` are filled; the table is dropped once all are)."""
+"""The schema migration: the column, the index's mark per tree (``trees.text_seq``), the
+index and its triggers, and the mark of the fill (the rows up to ``after_rowid`` are filled;
+the table is dropped once all are)."""
+
+INDEX_SOME = f"""
+UPDATE trees SET text_seq = coalesce(
+    (SELECT max(seq) FROM (SELECT seq FROM events WHERE tree = trees.id AND seq > trees.text_seq ORDER BY seq LIMIT ?)),
+    text_seq)
+WHERE id = ? RETURNING text_seq, (SELECT max(seq) FROM events WHERE tree = trees.id)
+"""
+"""Index up to ``INDEX_CHUNK`` more events of a tree; gives the new mark and the tree's last ``seq``."""
+BEHIND = "SELECT id FROM trees WHERE text_seq < (SELECT coalesce(max(seq), 0) FROM events WHERE tree = trees.id)"
+"""The trees whose newest events are not indexed yet (read once, at open)."""
 
 
 def body_match(p: Callable[[Any], str], term: str) -> str:
-    """A short term, looked for in the row's folded text (exact: both sides are folded)."""
+    """A term looked for in the row's folded text (exact: both sides are folded)."""
     return f"instr(body, {p(term)}) > 0"
 
 
-def text_join(p: Callable[[Any], str], query: EventQuery, term: str, bounds: tuple[int | None, int | None]) -> tuple[str, str, str]:
-    """``filters.TextJoin`` for ``event_text``: the index drives (``CROSS JOIN`` keeps it the
-    outer loop), narrowed to the tree's rowid range and the ``seq`` bounds, each match joined
-    to its event by (tree, seq)."""
+def match_expression(term: str) -> str:
+    """The FTS5 query for rows holding every trigram of ``term``, each quoted (``"`` doubled)
+    so no character is an operator."""
+    grams = sorted({term[i : i + 3] for i in range(len(term) - 2)})
+    return " AND ".join('"' + gram.replace('"', '""') + '"' for gram in grams)
+
+
+def text_branches(p: Callable[[Any], str], query: EventQuery, term: str, bounds: tuple[int | None, int | None]) -> list[Any]:
+    """``filters.TextBranches`` for ``event_text``: the index up to the tree's mark (it drives:
+    ``CROSS JOIN`` keeps it the outer loop; each candidate joined to its event by (tree, seq)
+    and checked with ``instr``), then the rows past the mark, read in ``seq`` order."""
     lower, upper = bounds
-    last = (1 << TREE_SHIFT) - 1
 
     def tree() -> str:  # each use its own parameter: SQLite's are positional
         return f"(SELECT id FROM trees WHERE root_id = {p(query.root_id)})"
 
-    phrase = '"' + term.replace('"', '""') + '"'  # one phrase: every character literal
-    ties = [
-        f"event_text MATCH {p(phrase)}",
-        f"f.rowid > ({tree()} << {TREE_SHIFT}) + {p(max(lower or 0, 0))}",
-        f"f.rowid <= ({tree()} << {TREE_SHIFT}) + {p(last if upper is None else min(upper, last))}",
-        f"e.tree = f.rowid >> {TREE_SHIFT}",
-        f"e.seq = f.rowid & {last}",
-    ]
-    return "event_text AS f CROSS JOIN events AS e", " AND ".join(ties), "f.rowid"
+    def mark() -> str:
+        return f"(SELECT text_seq FROM trees WHERE root_id = {p(query.root_id)})"
+
+    def indexed() -> str:
+        return " AND ".join([
+            f"event_text MATCH {p(match_expression(term))}",
+            f"f.rowid > ({tree()} << {TREE_SHIFT}) + {p(max(lower or 0, 0))}",
+            f"f.rowid <= ({tree()} << {TREE_SHIFT}) + min({p(_LAST if upper is None else min(upper, _LAST))}, {mark()})",
+            f"e.tree = f.rowid >> {TREE_SHIFT}",
+            f"e.seq = f.rowid & {_LAST}",
+            f"instr(e.body, {p(term)}) > 0",
+        ])  # fmt: skip
+
+    def newest() -> str:
+        return f"seq > {mark()} AND instr(body, {p(term)}) > 0"
+
+    return [("event_text AS f CROSS JOIN events AS e", indexed, "f.rowid"), ("events", newest, "seq")]
 
 
 def check_version(version: str) -> None:

@@ -27,11 +27,13 @@ from server.events import EventRecord
 from server.store.base import EventQuery
 from server.store.filters import SqlDialect, Window, time_window_sql, window_from_row
 from server.store.sqlite_database import SQLiteDatabase, transaction
-from server.store.sqlite_text import body_match, text_join
+from server.store.sqlite_text import BEHIND, INDEX_CHUNK, INDEX_SOME, body_match, text_branches
 
 TREE = "(SELECT id FROM trees WHERE root_id = {})"
 """The key of the tree whose root id is the parameter ``{}``."""
-DIALECT = SqlDialect(placeholder=lambda _: "?", tree_match="tree = " + TREE, body_match=body_match, text_join=text_join)
+DIALECT = SqlDialect(
+    placeholder=lambda _: "?", tree_match="tree = " + TREE, body_match=body_match, text_branches=text_branches
+)
 COLUMNS = ("conversation_id", "seq", "id", "kind", "source", "timestamp", "subagent_id", "parent_tool_use_id", "json")
 """An event row's columns after ``tree``, in ``EventRecord``'s field order after ``root_id``
 (what is read back); an append writes ``body`` too, its folded text (``sqlite_text.py``)."""
@@ -81,6 +83,8 @@ class SQLiteEventWriter:
         self._fold_after = fold_after
         self._max_trees = max_trees
         self._keys: OrderedDict[str, int] = OrderedDict()
+        self._behind: set[int] | None = None
+        """Keys of the trees with events not in the text index yet (``None``: not read yet)."""
         db.on_writer_connect(self._add_fold_triggers)
 
     async def _add_fold_triggers(self, conn: aiosqlite.Connection) -> None:
@@ -113,9 +117,25 @@ class SQLiteEventWriter:
                 raise
             for root_id, key in keys.items():  # committed: now they may be cached
                 self._keys[root_id] = key  # type: ignore[assignment]
+                if self._behind is not None:
+                    self._behind.add(key)  # type: ignore[arg-type]
                 self._keys.move_to_end(root_id)
             while len(self._keys) > self._max_trees:
                 self._keys.popitem(last=False)
+
+    async def idle_work(self) -> bool:
+        """Index up to ``INDEX_CHUNK`` events not in the text index yet (``sqlite_text.py``),
+        while no append waits; whether some remain."""
+        async with self._db.locked() as conn:
+            if self._behind is None:
+                self._behind = {row[0] for row in await conn.execute_fetchall(BEHIND)}
+            if not self._behind:
+                return False
+            tree = next(iter(self._behind))
+            rows = list(await conn.execute_fetchall(INDEX_SOME, (INDEX_CHUNK, tree)))
+            if not rows or rows[0][1] is None or rows[0][0] >= rows[0][1]:
+                self._behind.discard(tree)
+            return bool(self._behind)
 
     async def delete_tree(self, conn: aiosqlite.Connection, root_id: str) -> None:
         """Delete a tree's events, summaries and key, inside a write transaction
