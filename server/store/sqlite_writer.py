@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import aiosqlite
 
@@ -105,6 +105,7 @@ class SQLiteEventWriter:
             try:
                 if None not in keys.values():
                     await conn.execute(_insert_rows(len(records)), _values(keys, records))  # type: ignore[arg-type]
+                    self._now_behind(keys.values())  # type: ignore[arg-type]
                     return
                 async with transaction(conn):
                     for root_id, key in keys.items():
@@ -117,11 +118,14 @@ class SQLiteEventWriter:
                 raise
             for root_id, key in keys.items():  # committed: now they may be cached
                 self._keys[root_id] = key  # type: ignore[assignment]
-                if self._behind is not None:
-                    self._behind.add(key)  # type: ignore[arg-type]
                 self._keys.move_to_end(root_id)
             while len(self._keys) > self._max_trees:
                 self._keys.popitem(last=False)
+            self._now_behind(keys.values())  # type: ignore[arg-type]
+
+    def _now_behind(self, trees: Iterable[int]) -> None:
+        if self._behind is not None:  # else read from the database at the next idle moment
+            self._behind.update(trees)
 
     async def idle_work(self) -> bool:
         """Index up to ``INDEX_CHUNK`` events not in the text index yet (``sqlite_text.py``),

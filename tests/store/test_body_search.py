@@ -29,7 +29,7 @@ from server.events import (
 )
 from server.events.body_text import fold, stored_body_text
 from server.store import Store
-from server.store.base import EventQuery
+from server.store.base import ConversationRecord, EventQuery
 from server.store.sqlite import SQLiteStore
 from server.store.sqlite_writer import SQLiteEventWriter
 
@@ -192,3 +192,23 @@ async def test_what_a_new_user_tries_finds_what_they_mean(store: Store) -> None:
     assert await found("100%") == [ids[3]] and await found("%") == [ids[3]] and await found("_") == []
     assert await found("terminal") == [ids[3]]  # the tool's name, not the observation's
     assert await found("finished") == []  # state updates hold no text
+
+
+async def test_a_deleted_tree_leaves_nothing_to_find(store: Store) -> None:
+    for root in ("tree-a", "tree-b"):
+        await store.create_conversation(ConversationRecord(id=root, root_id=root))
+        for n in range(30):
+            await store.append(root, root, MessageEvent(content=f"the same needle {n}"))
+    if isinstance(store, SQLiteStore):
+        await store.index_pending()
+    await store.delete_conversation("tree-a")
+    await store.create_conversation(ConversationRecord(id="tree-c", root_id="tree-c"))
+    kept = [await store.append("tree-c", "tree-c", MessageEvent(content="the same needle again"))]
+    assert await store.count(EventQuery(root_id="tree-a", body="needle")) == 0
+    assert await store.count(EventQuery(root_id="tree-b", body="needle")) == 30
+    assert (await store.search(EventQuery(root_id="tree-c", body="same needle"))).items == kept
+    if isinstance(store, SQLiteStore):
+        await store.index_pending()
+        # The index's own check: what the delete took out matched what was put in.
+        rows = await store._db.fetchall("SELECT count(*) FROM event_text WHERE event_text MATCH '\"edl\"'")
+        assert rows[0][0] == 31
