@@ -32,13 +32,15 @@ from server.store.pagination import event_page, event_search_sql
 from server.store.postgres_conversations import PostgresConversationStore
 from server.store.postgres_pool import PostgresPool
 from server.store.postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
-from server.store.postgres_text import body_match
+from server.store.postgres_text import BEHIND, body_match, index_some, text_branches
 from server.store.rows import check_deletable, event_record
 from server.store.server_secrets import PAGE_KEY, draw, postgres_secret
 
 T = TypeVar("T")
 _TREE = "(SELECT id FROM trees WHERE root_id = {})"
-DIALECT = SqlDialect(placeholder=lambda n: f"${n}", tree_match="tree = " + _TREE, body_match=body_match)
+DIALECT = SqlDialect(
+    placeholder=lambda n: f"${n}", tree_match="tree = " + _TREE, body_match=body_match, text_branches=text_branches
+)
 
 _COLUMNS = ("conversation_id", "seq", "id", "kind", "source", "timestamp", "subagent_id", "parent_tool_use_id", "json")
 # In EventRecord's field order, after root_id (which a search knows from its query).
@@ -71,10 +73,21 @@ class _EventWriter:
     def __init__(self, db: PostgresPool, *, fold_after: int = FOLD_AFTER) -> None:
         self._db = db
         self._fold_after = fold_after
+        self._behind: set[int] | None = None
+        """Keys of the trees this replica wrote whose newest events are not in the text index
+        yet (``None``: not read yet; then every tree behind, whoever wrote it)."""
 
     async def idle_work(self) -> bool:
-        """Nothing is deferred here: the trigram index is PostgreSQL's to keep."""
-        return False
+        """Copy a step of events into the text index (``postgres_text.py``) while no append
+        waits; whether some remain."""
+        if self._behind is None:
+            self._behind = {row[0] for row in await self._db.fetch(BEHIND)}
+        if not self._behind:
+            return False
+        tree = next(iter(self._behind))
+        if await self._db.write(lambda conn: index_some(conn, tree)):
+            self._behind.discard(tree)
+        return bool(self._behind)
 
     async def write_appends(self, appends: Sequence[Any]) -> list[EventRecord]:
         """Store ``appends`` (``GroupCommit``'s queued items) and return their records, in order."""
@@ -101,7 +114,10 @@ class _EventWriter:
             for tree in trees.values():
                 if tree["last_seq"] - tree["counted_seq"] >= self._fold_after:
                     await fold(conn, tree["id"], tree["counted_seq"], tree["last_seq"])
+            written[:] = [tree["id"] for tree in trees.values()]
             return records
+
+        written: list[int] = []
 
         try:
             records = await self._db.write(write)
@@ -114,6 +130,8 @@ class _EventWriter:
         except BaseException:
             _restore(appends)
             raise
+        if self._behind is not None:  # else read from the database at the next idle moment
+            self._behind.update(written)
         return records
 
 
@@ -128,11 +146,11 @@ class _CounterCommit(GroupCommit):
 
     def __init__(self, writer: _EventWriter, *, max_batch: int) -> None:
         super().__init__(writer, max_batch=max_batch)  # type: ignore[arg-type]
-        self._events = writer
+        self.events = writer
 
     async def _commit(self, batch: list[Any]) -> None:
         try:
-            records = await self._events.write_appends(batch)
+            records = await self.events.write_appends(batch)
         except StoreUnavailable as exc:  # the database failed, not one of the events
             self._fail_all(batch, exc)
             return
@@ -150,7 +168,7 @@ class _CounterCommit(GroupCommit):
     async def _commit_one_by_one(self, batch: list[Any]) -> None:
         for n, item in enumerate(batch):
             try:
-                records = await self._events.write_appends([item])
+                records = await self.events.write_appends([item])
             except StoreUnavailable as exc:
                 self._fail_all(batch[n:], exc)
                 return
@@ -293,6 +311,14 @@ class PostgresStore(PostgresConversationStore):
     async def last_seq(self, root_id: str) -> int:
         return await self.pool.fetchval("SELECT last_seq FROM trees WHERE root_id = $1", root_id) or 0
 
+    async def index_pending(self) -> None:
+        """Put every event this replica stored in the text index now (the writer does it by
+        itself, a step at a time, whenever no append waits; searches never depend on it)."""
+        await self.flush()
+        if self._commit is not None:
+            while await self._commit.events.idle_work():
+                pass
+
     async def delete_conversation(self, conversation_id: str) -> None:
         """Delete a root conversation's whole tree: its records, every event and its lease.
         Raises ``ConversationNotFound``, or ``BadRequest`` for a sub-agent (delete its root)."""
@@ -300,6 +326,8 @@ class PostgresStore(PostgresConversationStore):
 
         async def delete(conn: asyncpg.Connection) -> None:
             await delete_summaries(conn, conversation_id)
+            for table, column in (("event_text", "text_tree"), ("text_marks", "tree")):
+                await conn.execute(f"DELETE FROM {table} WHERE {column} = " + _TREE.format("$1"), conversation_id)
             await conn.execute("DELETE FROM events WHERE tree = " + _TREE.format("$1"), conversation_id)
             await conn.execute("DELETE FROM trees WHERE root_id = $1", conversation_id)
             await conn.execute("DELETE FROM conversations WHERE root_id = $1", conversation_id)

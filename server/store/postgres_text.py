@@ -1,19 +1,24 @@
 """Body text search on PostgreSQL: the folded text column, its ``pg_trgm`` index, and the fill.
 
 Every event row holds ``body``, its folded readable text (``server.events.body_text``), written
-at append. A term is looked for with ``LIKE`` on ``body`` (``%``, ``_``, ``\\`` escaped): exact,
-since both sides are folded, in Python. A GIN index of ``pg_trgm`` trigrams on ``body`` finds
-the rows of a term of three characters or more without reading the others; PostgreSQL's
-planner picks it, or the ``seq`` index when the term is common and a page fills at once.
+at append. A term is looked for with ``LIKE`` (``%``, ``_``, ``\\`` escaped): exact, since
+both sides are folded, in Python.
+
+The index is kept as SQLite's is (``sqlite_text.py``), and for the same reason: a GIN index of
+trigrams costs an append more than the rest of its work. So the text is copied, a few hundred
+events at a time while a replica's writer has no append waiting, into ``event_text``, which
+holds the GIN index of ``pg_trgm`` on it; ``text_marks`` says how far each tree is copied
+(locked while a replica copies, so two never copy the same events). A search reads
+``event_text`` up to the tree's mark and ``events`` past it, in one statement.
 
 ``pg_trgm`` ships with PostgreSQL (``contrib``) and is a trusted extension: a user who may
 create objects in the database may create it. Where it is missing, search still works, by
-reading the rows, and the log says so once at each start; the index is made at the next
-start after the extension becomes available.
+reading the rows, and the log says so at each start; the index is made at the next start after
+the extension becomes available.
 
 Events stored before the column existed are filled in by ``fill_body_text`` at open, in
-batches of their own transactions, resumable, with progress in the log; the index is built
-after the fill (building it once is far cheaper than keeping it through a million updates).
+batches of their own transactions, resumable, with progress in the log; their index then
+catches up like new events'.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any, Callable
 import asyncpg
 
 from server.events.body_text import stored_body_text
+from server.store.base import EventQuery
 from server.store.filters import like_pattern
 from server.store.text_fill import FILL_BATCH, FillProgress
 
@@ -31,19 +37,83 @@ log = logging.getLogger(__name__)
 
 MIGRATION = """
 ALTER TABLE events ADD COLUMN body TEXT COLLATE "C" NOT NULL DEFAULT '';
+CREATE TABLE event_text (
+    text_tree BIGINT NOT NULL,
+    text_seq BIGINT NOT NULL,
+    text_body TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (text_tree, text_seq)
+);
+CREATE TABLE text_marks (tree BIGINT PRIMARY KEY, seq BIGINT NOT NULL);
 CREATE TABLE event_text_fill (tree BIGINT NOT NULL, seq BIGINT NOT NULL);
 INSERT INTO event_text_fill (tree, seq) VALUES (0, 0)
 """
-"""The schema migration: the column and the mark of the fill (the rows up to ``(tree, seq)``
-are filled; the table is dropped once all are). The index is ``ensure_index``'s."""
+"""The schema migration: the column, the copy that is indexed (its columns named apart from
+``events``' so a join's conditions need no table names), the marks, and the mark of the fill
+(the rows up to ``(tree, seq)`` are filled; the table is dropped once all are). The index
+itself is ``ensure_index``'s."""
 
-INDEX_NAME = "events_by_body"
-_BUILD_TIMEOUT = 3600.0  # seconds: building the index over a large log is one long statement
+INDEX_NAME = "event_text_by_body"
+INDEX_CHUNK = 500
+"""Events copied into the index per step while the writer is idle."""
+_BUILD_TIMEOUT = 3600.0  # seconds: building the index over a large copy is one long statement
+
+BEHIND = (
+    "SELECT t.id FROM trees t LEFT JOIN text_marks m ON m.tree = t.id WHERE t.last_seq > coalesce(m.seq, 0)"
+)
+"""The trees whose newest events are not in the index yet (read once, at open)."""
+_MARK = "INSERT INTO text_marks (tree, seq) VALUES ($1, 0) ON CONFLICT (tree) DO NOTHING"
+_INDEX_SOME = """
+WITH mark AS (SELECT seq FROM text_marks WHERE tree = $1 FOR UPDATE),
+taken AS (
+    SELECT seq, body FROM events WHERE tree = $1 AND seq > (SELECT seq FROM mark) ORDER BY seq LIMIT $2
+),
+copied AS (
+    INSERT INTO event_text (text_tree, text_seq, text_body) SELECT $1, seq, body FROM taken WHERE body <> ''
+    ON CONFLICT DO NOTHING
+),
+moved AS (
+    UPDATE text_marks SET seq = greatest(seq, (SELECT max(seq) FROM taken)) WHERE tree = $1 AND EXISTS (SELECT 1 FROM taken)
+)
+SELECT count(*) FROM taken
+"""
 
 
 def body_match(p: Callable[[Any], str], term: str) -> str:
-    """The row's folded text holds ``term`` (the trigram index serves it)."""
+    """The row's folded text holds ``term``."""
     return f"body LIKE {p(like_pattern(term))} ESCAPE '\\'"
+
+
+def text_branches(p: Callable[[Any], str], query: EventQuery, term: str, bounds: tuple[int | None, int | None]) -> list[Any]:
+    """``filters.TextBranches`` for ``event_text``: the indexed copy up to the tree's mark,
+    each match joined to its event, then the events past the mark."""
+    lower, upper = bounds
+
+    def tree() -> str:
+        return f"(SELECT id FROM trees WHERE root_id = {p(query.root_id)})"
+
+    def mark() -> str:
+        return f"coalesce((SELECT seq FROM text_marks WHERE tree = {tree()}), 0)"
+
+    def indexed() -> str:
+        parts = [f"text_tree = {tree()}", f"text_seq <= {mark()}", f"text_body LIKE {p(like_pattern(term))} ESCAPE '\\'"]
+        if lower is not None:
+            parts.append(f"text_seq > {p(lower)}")
+        if upper is not None:
+            parts.append(f"text_seq <= {p(upper)}")
+        return " AND ".join(parts)
+
+    def newest() -> str:
+        return f"seq > {mark()} AND {body_match(p, term)}"
+
+    joined = "event_text JOIN events ON tree = text_tree AND seq = text_seq"
+    return [(joined, indexed, "text_seq"), ("events", newest, "seq")]
+
+
+async def index_some(conn: asyncpg.Connection, tree: int) -> bool:
+    """Copy up to ``INDEX_CHUNK`` more events of ``tree`` into the index (inside the caller's
+    transaction); whether the tree is caught up."""
+    await conn.execute(_MARK, tree)
+    return await conn.fetchval(_INDEX_SOME, tree, INDEX_CHUNK) < INDEX_CHUNK
 
 
 async def fill_body_text(conn: asyncpg.Connection, *, where: str, batch: int = FILL_BATCH) -> None:
@@ -94,11 +164,11 @@ async def ensure_index(conn: asyncpg.Connection, *, where: str) -> bool:
             )
             return False
         extension = await _trgm_schema(conn)
-    count = await conn.fetchval("SELECT count(*) FROM events")
+    count = await conn.fetchval("SELECT count(*) FROM event_text")
     if count > 100_000:
         log.warning("building the body search index over %d events in %s (once)", count, where)
     await conn.execute(
-        f'CREATE INDEX IF NOT EXISTS {INDEX_NAME} ON events USING gin (body "{extension}".gin_trgm_ops)',
+        f'CREATE INDEX IF NOT EXISTS {INDEX_NAME} ON event_text USING gin (text_body "{extension}".gin_trgm_ops)',
         timeout=_BUILD_TIMEOUT,
     )
     return True
