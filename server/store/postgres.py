@@ -25,14 +25,14 @@ import asyncpg
 from server.errors import StoreUnavailable
 from server.events import Event, EventRecord
 from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
-from server.store.filters import SqlDialect, count_sql, counted_sql
+from server.store.filters import SqlDialect, count_sql, counted_sql, indexed_term
 from server.store.group_commit import GroupCommit, OnStored
 from server.store.health import StoreHealth
 from server.store.pagination import event_page, event_search_sql
 from server.store.postgres_conversations import PostgresConversationStore
 from server.store.postgres_pool import PostgresPool
 from server.store.postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
-from server.store.postgres_text import BEHIND, body_match, index_some, text_branches
+from server.store.postgres_text import BEHIND, body_match, index_some, text_branches, text_search
 from server.store.rows import check_deletable, event_record
 from server.store.server_secrets import PAGE_KEY, draw, postgres_secret
 
@@ -281,7 +281,11 @@ class PostgresStore(PostgresConversationStore):
         order: SortOrder = "TIMESTAMP",
     ) -> EventPage:
         sql, params = await self._search_sql(query, limit, page_id, order)
-        return event_page(self._page_key, query, order, limit, await self.pool.fetch(sql, *params))
+        if not query.body:
+            return event_page(self._page_key, query, order, limit, await self.pool.fetch(sql, *params))
+        term = indexed_term(query, DIALECT)
+        rows = await self.pool.read_planned(lambda conn: text_search(conn, query.root_id, term, sql, params))
+        return event_page(self._page_key, query, order, limit, rows)
 
     async def _search_sql(
         self, query: EventQuery, limit: int, page_id: str | None, order: SortOrder
@@ -297,6 +301,8 @@ class PostgresStore(PostgresConversationStore):
             sql, params = count_sql(dataclasses.replace(query, after_seq=mark), dialect=DIALECT)
             return before + await self.pool.fetchval(sql, *params)
         sql, params = count_sql(query, dialect=DIALECT, window=await time_window(self.pool, query, DIALECT))
+        if query.body:
+            return (await self.pool.read_planned(lambda conn: conn.fetch(sql, *params)))[0][0]
         return await self.pool.fetchval(sql, *params)
 
     async def get(self, event_id: str) -> EventRecord | None:

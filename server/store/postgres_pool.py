@@ -174,6 +174,20 @@ class PostgresPool:
     async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
         return await self._read(lambda conn: conn.fetch(sql, *args))
 
+    async def read_planned(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """Run ``work``'s reads in one read-only transaction whose statements are planned for
+        their parameters' values at every run: PostgreSQL's generic plan of a prepared
+        statement (chosen after five runs) cannot know whether a text search's term is rare,
+        and reads a whole tree where an index would answer at once. ``work`` may set more
+        planner settings (``SET LOCAL``)."""
+
+        async def query(conn: asyncpg.Connection) -> T:
+            async with conn.transaction(readonly=True):
+                await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+                return await work(conn)
+
+        return await self._read(query)
+
     async def fetchrow(self, sql: str, *args: Any) -> asyncpg.Record | None:
         return await self._read(lambda conn: conn.fetchrow(sql, *args))
 

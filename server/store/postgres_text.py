@@ -57,6 +57,14 @@ INDEX_CHUNK = 500
 """Events copied into the index per step while the writer is idle."""
 _BUILD_TIMEOUT = 3600.0  # seconds: building the index over a large copy is one long statement
 
+COMMON = 300
+"""A term with at least this many events in a tree's index is read in order, not gathered."""
+_PROBE = (
+    "SELECT count(*) FROM (SELECT 1 FROM event_text WHERE text_tree = (SELECT id FROM trees WHERE root_id = $1) "
+    "AND text_body LIKE $2 ESCAPE '\\' LIMIT $3) AS hits"
+)
+_IN_ORDER = "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off"
+
 BEHIND = (
     "SELECT t.id FROM trees t LEFT JOIN text_marks m ON m.tree = t.id WHERE t.last_seq > coalesce(m.seq, 0)"
 )
@@ -107,6 +115,17 @@ def text_branches(p: Callable[[Any], str], query: EventQuery, term: str, bounds:
 
     joined = "event_text JOIN events ON tree = text_tree AND seq = text_seq"
     return [(joined, indexed, "text_seq"), ("events", newest, "seq")]
+
+
+async def text_search(conn: asyncpg.Connection, root_id: str, term: str | None, sql: str, params: list[Any]) -> list[Any]:
+    """Run a body search's ``sql`` (inside ``PostgresPool.read_planned``). PostgreSQL takes any
+    long term for a rare one and gathers all its matches from the trigram index, then sorts
+    them: for a common term, a page is found sooner by reading the tree's copy in ``seq``
+    order until it is full. A capped count in the index tells them apart (``term`` is
+    ``None`` for a short term: no index to ask)."""
+    if term is not None and await conn.fetchval(_PROBE, root_id, like_pattern(term), COMMON) >= COMMON:
+        await conn.execute(_IN_ORDER)
+    return await conn.fetch(sql, *params)
 
 
 async def index_some(conn: asyncpg.Connection, tree: int) -> bool:
