@@ -32,7 +32,7 @@ from server.store.pagination import event_page, event_search_sql
 from server.store.postgres_conversations import PostgresConversationStore
 from server.store.postgres_pool import PostgresPool
 from server.store.postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
-from server.store.postgres_text import BEHIND, body_match, index_some, text_branches, text_search
+from server.store.postgres_text import BEHIND, TEXT_PLAN, body_match, index_some, text_branches, text_search
 from server.store.rows import check_deletable, event_record
 from server.store.server_secrets import PAGE_KEY, draw, postgres_secret
 
@@ -281,10 +281,10 @@ class PostgresStore(PostgresConversationStore):
         order: SortOrder = "TIMESTAMP",
     ) -> EventPage:
         sql, params = await self._search_sql(query, limit, page_id, order)
-        if not query.body:
-            return event_page(self._page_key, query, order, limit, await self.pool.fetch(sql, *params))
         term = indexed_term(query, DIALECT)
-        rows = await self.pool.read_planned(lambda conn: text_search(conn, query.root_id, term, sql, params))
+        if term is None:  # no body filter, or a short term: the plain plans are the right ones
+            return event_page(self._page_key, query, order, limit, await self.pool.fetch(sql, *params))
+        rows = await self.pool.read_planned(lambda conn: text_search(conn, query.root_id, term, sql, params), TEXT_PLAN)
         return event_page(self._page_key, query, order, limit, rows)
 
     async def _search_sql(
@@ -301,8 +301,8 @@ class PostgresStore(PostgresConversationStore):
             sql, params = count_sql(dataclasses.replace(query, after_seq=mark), dialect=DIALECT)
             return before + await self.pool.fetchval(sql, *params)
         sql, params = count_sql(query, dialect=DIALECT, window=await time_window(self.pool, query, DIALECT))
-        if query.body:
-            return (await self.pool.read_planned(lambda conn: conn.fetch(sql, *params)))[0][0]
+        if indexed_term(query, DIALECT) is not None:
+            return (await self.pool.read_planned(lambda conn: conn.fetch(sql, *params), TEXT_PLAN))[0][0]
         return await self.pool.fetchval(sql, *params)
 
     async def get(self, event_id: str) -> EventRecord | None:

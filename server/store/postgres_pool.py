@@ -174,16 +174,17 @@ class PostgresPool:
     async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
         return await self._read(lambda conn: conn.fetch(sql, *args))
 
-    async def read_planned(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+    async def read_planned(self, work: Callable[[asyncpg.Connection], Awaitable[T]], settings: tuple[str, ...] = ()) -> T:
         """Run ``work``'s reads in one read-only transaction whose statements are planned for
-        their parameters' values at every run: PostgreSQL's generic plan of a prepared
-        statement (chosen after five runs) cannot know whether a text search's term is rare,
-        and reads a whole tree where an index would answer at once. ``work`` may set more
-        planner settings (``SET LOCAL``)."""
+        their parameters' values at every run, with the planner ``settings`` given (``SET
+        LOCAL``; ``work`` may set more): PostgreSQL's generic plan of a prepared statement
+        (chosen after five runs) cannot know whether a text search's term is rare, and reads
+        a whole tree where an index would answer at once."""
+        statements = "; ".join(f"SET LOCAL {setting}" for setting in ("plan_cache_mode = force_custom_plan", *settings))
 
         async def query(conn: asyncpg.Connection) -> T:
             async with conn.transaction(readonly=True):
-                await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+                await conn.execute(statements)
                 return await work(conn)
 
         return await self._read(query)

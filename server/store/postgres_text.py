@@ -63,7 +63,11 @@ _PROBE = (
     "SELECT count(*) FROM (SELECT 1 FROM event_text WHERE text_tree = (SELECT id FROM trees WHERE root_id = $1) "
     "AND text_body LIKE $2 ESCAPE '\\' LIMIT $3) AS hits"
 )
-_IN_ORDER = "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off"
+_IN_ORDER = "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off"
+TEXT_PLAN = ("enable_seqscan = off", "max_parallel_workers_per_gather = 0")
+"""Planner settings of every body search: the mark between the indexed copy and the newest
+events is read inside the statement, so the planner cannot know the newest part is small, and
+would scan the whole table for it, or start workers to (tens of milliseconds)."""
 
 BEHIND = (
     "SELECT t.id FROM trees t LEFT JOIN text_marks m ON m.tree = t.id WHERE t.last_seq > coalesce(m.seq, 0)"
@@ -117,13 +121,12 @@ def text_branches(p: Callable[[Any], str], query: EventQuery, term: str, bounds:
     return [(joined, indexed, "text_seq"), ("events", newest, "seq")]
 
 
-async def text_search(conn: asyncpg.Connection, root_id: str, term: str | None, sql: str, params: list[Any]) -> list[Any]:
+async def text_search(conn: asyncpg.Connection, root_id: str, term: str, sql: str, params: list[Any]) -> list[Any]:
     """Run a body search's ``sql`` (inside ``PostgresPool.read_planned``). PostgreSQL takes any
     long term for a rare one and gathers all its matches from the trigram index, then sorts
     them: for a common term, a page is found sooner by reading the tree's copy in ``seq``
-    order until it is full. A capped count in the index tells them apart (``term`` is
-    ``None`` for a short term: no index to ask)."""
-    if term is not None and await conn.fetchval(_PROBE, root_id, like_pattern(term), COMMON) >= COMMON:
+    order until it is full. A capped count in the index tells them apart."""
+    if await conn.fetchval(_PROBE, root_id, like_pattern(term), COMMON) >= COMMON:
         await conn.execute(_IN_ORDER)
     return await conn.fetch(sql, *params)
 
@@ -187,7 +190,8 @@ async def ensure_index(conn: asyncpg.Connection, *, where: str) -> bool:
     if count > 100_000:
         log.warning("building the body search index over %d events in %s (once)", count, where)
     await conn.execute(
-        f'CREATE INDEX IF NOT EXISTS {INDEX_NAME} ON event_text USING gin (text_body "{extension}".gin_trgm_ops)',
+        f'CREATE INDEX IF NOT EXISTS {INDEX_NAME} ON event_text USING gin (text_body "{extension}".gin_trgm_ops) '
+        "WITH (fastupdate = off)",
         timeout=_BUILD_TIMEOUT,
     )
     return True
