@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections import Counter
 from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
@@ -37,6 +38,7 @@ from server.store.rows import check_deletable, event_record
 from server.store.server_secrets import PAGE_KEY, draw, postgres_secret
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 _TREE = "(SELECT id FROM trees WHERE root_id = {})"
 DIALECT = SqlDialect(
     placeholder=lambda n: f"${n}", tree_match="tree = " + _TREE, body_match=body_match, text_branches=text_branches
@@ -76,18 +78,43 @@ class _EventWriter:
         self._behind: set[int] | None = None
         """Keys of the trees this replica wrote whose newest events are not in the text index
         yet (``None``: not read yet; then every tree behind, whoever wrote it)."""
+        self._indexing: asyncio.Task[None] | None = None
+        self._stopped = False
+        self._failing = False
 
     async def idle_work(self) -> bool:
-        """Copy a step of events into the text index (``postgres_text.py``) while no append
-        waits; whether some remain."""
-        if self._behind is None:
-            self._behind = {row[0] for row in await self._db.fetch(BEHIND)}
-        if not self._behind:
-            return False
-        tree = next(iter(self._behind))
-        if await self._db.write(lambda conn: index_some(conn, tree)):
-            self._behind.discard(tree)
-        return bool(self._behind)
+        """Start copying the new events into the text index (``postgres_text.py``), in a task
+        of the store's beside the appends (PostgreSQL takes both at once): the writer never
+        waits for it."""
+        idle = self._indexing is None or self._indexing.done()
+        if idle and not self._stopped and (self._behind is None or self._behind):
+            self._indexing = self._db.owned.start(self._index_behind())
+        return False
+
+    async def index_all(self) -> None:
+        """Copy every event this replica knows to be behind into the index, now."""
+        if self._indexing is not None:
+            await asyncio.gather(self._indexing, return_exceptions=True)
+        await self._index_behind()
+
+    def stop(self) -> None:
+        """Stop copying after the step in progress (the rest is copied after a restart)."""
+        self._stopped = True
+
+    async def _index_behind(self) -> None:
+        try:
+            if self._behind is None:
+                self._behind = {row[0] for row in await self._db.fetch(BEHIND)}
+            while self._behind and not self._stopped:
+                tree = next(iter(self._behind))
+                if await self._db.write(lambda conn: index_some(conn, tree)):
+                    self._behind.discard(tree)
+        except Exception as exc:  # tried again at the writer's next idle moment
+            if not self._failing:
+                log.warning("copying events into the text index failed (tried again later): %r", exc)
+            self._failing = True
+        else:
+            self._failing = False
 
     async def write_appends(self, appends: Sequence[Any]) -> list[EventRecord]:
         """Store ``appends`` (``GroupCommit``'s queued items) and return their records, in order."""
@@ -223,6 +250,8 @@ class PostgresStore(PostgresConversationStore):
     async def close(self) -> None:
         """Wait for the writes in progress, write what is queued, then close every
         connection. Closing twice is harmless."""
+        if self._commit is not None:
+            self._commit.events.stop()
         await self._db.owned.drain()
         if self._commit is not None:
             await self._commit.close()
@@ -322,8 +351,7 @@ class PostgresStore(PostgresConversationStore):
         itself, a step at a time, whenever no append waits; searches never depend on it)."""
         await self.flush()
         if self._commit is not None:
-            while await self._commit.events.idle_work():
-                pass
+            await self._commit.events.index_all()
 
     async def delete_conversation(self, conversation_id: str) -> None:
         """Delete a root conversation's whole tree: its records, every event and its lease.
