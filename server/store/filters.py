@@ -42,9 +42,9 @@ class SqlDialect:
     timestamp: Callable[[datetime], Any] = timestamp_text
     """How a datetime bound is passed to compare with the ``timestamp`` column."""
     text_branches: TextBranches | None = None
-    """A text index that finds a term's events in ``seq`` order (SQLite's FTS5 table), used
-    for terms of ``MIN_INDEXED`` characters or more; ``None`` where the database's own
-    planner picks an index for ``body_match`` (PostgreSQL's trigram index)."""
+    """The backend's text index (SQLite's FTS5 table, PostgreSQL's trigram-indexed copy) as
+    parts that find a term's events in ``seq`` order, used for terms of ``MIN_INDEXED``
+    characters or more; ``None``: ``body_match`` on every row read."""
 
 
 TextBranch = tuple[str, Callable[[], str], str]
