@@ -14,10 +14,6 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 README = REPO / "README.md"
 
-AWAITED = {"agui.md", "acp-agent.md", "observability.md"}
-"""Pages other branches write (issue 11 and its siblings), linked from the README ahead of them.
-A missing one is tolerated only while it is awaited: empty this set once they have all landed."""
-
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
@@ -73,8 +69,6 @@ def test_every_link_in_the_readme_and_the_docs_leads_somewhere() -> None:
             path, _, anchor = target.partition("#")
             resolved = (source.parent / path).resolve() if path else source
             if not resolved.exists():
-                if resolved.parent == DOCS and resolved.name in AWAITED:
-                    continue
                 broken.append(f"{source.relative_to(REPO)}: {target}")
             elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
                 broken.append(f"{source.relative_to(REPO)}: {target} (no such heading)")
