@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from acp import RequestError
 from acp.interfaces import Client
@@ -26,6 +27,9 @@ from server.errors import Conflict, NotFound, TaskwireError
 
 log = logging.getLogger(__name__)
 
+POST_GRACE = 10.0
+"""Seconds a closing session waits for answers the editor gave to reach taskwire."""
+
 
 class EditorAsks:
     """The permission requests of one ACP session that the editor is asked about."""
@@ -36,6 +40,8 @@ class EditorAsks:
         self.client = client
         self._asking: dict[str, asyncio.Task[None]] = {}
         self._held: dict[str, Ask] = {}
+        self._posting: set[asyncio.Future[Any]] = set()
+        """Answers the editor gave, on their way to taskwire: never cut off by ``close``."""
 
     def take(self, output: Ask | Settled, *, replaying: bool = False) -> None:
         """An ask to send (held while ``replaying``), or a request that no longer waits."""
@@ -58,12 +64,15 @@ class EditorAsks:
             self.take(ask)
 
     async def close(self) -> None:
-        """Stop asking (the requests go on waiting for another answer)."""
+        """Stop asking (the requests go on waiting for another answer); answers the editor
+        already gave are delivered first (for at most ``POST_GRACE`` seconds)."""
         tasks = list(self._asking.values())
         self._asking.clear()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._posting:
+            await asyncio.wait(set(self._posting), timeout=POST_GRACE)
 
     def _forget(self, request_id: str, task: asyncio.Task[None]) -> None:
         if self._asking.get(request_id) is task:
@@ -87,7 +96,12 @@ class EditorAsks:
                 log.warning("session %s: the editor cancelled request %s, which offers no reject option; it waits on",
                             self.session_id, ask.request_id)
                 return
-            await self.conversations.answer_permission(self.session_id, ask.request_id, body)
+            # The editor answered: deliver it even if the session closes meanwhile (an editor
+            # that quits right after answering must not leave the tree waiting).
+            posting = asyncio.ensure_future(self.conversations.answer_permission(self.session_id, ask.request_id, body))
+            self._posting.add(posting)
+            posting.add_done_callback(self._posting.discard)
+            await asyncio.shield(posting)
         except (Conflict, NotFound):
             log.info("session %s: request %s was answered elsewhere first", self.session_id, ask.request_id)
         except TaskwireError as exc:  # an option it did not offer, taskwire away: the request waits on

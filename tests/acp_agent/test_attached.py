@@ -36,7 +36,9 @@ async def test_attached_session_survives_a_server_restart_mid_run(tmp_path: Path
     script.write_text(SCRIPT)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
     env.update(OH_FORWARD_SUBAGENT_EVENTS="true", OH_LLM_API="scripted", OH_LLM_SCRIPT=str(script),
-               OH_CONFIG_FILE=str(tmp_path / "none.toml"))
+               OH_CONFIG_FILE=str(tmp_path / "none.toml"),
+               # The editor's project folder is the workspace: the server must allow it.
+               OH_WORKSPACE_ROOTS=json.dumps([str(tmp_path / "project")]))
     server = ServerProcess("served", tmp_path, env)
     await server.start()
     restarted = False
