@@ -3,7 +3,6 @@ restart, a client that leaves, and answers that are not answers."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +108,7 @@ async def test_answers_that_are_not_answers_are_refused_with_the_reason(server: 
 
 async def test_after_a_kill_and_a_restart_a_waiting_request_is_cancelled_and_a_late_answer_is_409(tmp_path: Path) -> None:
     settings = isolated_settings(tmp_path, forward_subagent_events=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
-    env.update(OH_DATABASE_URL=settings.resolved_database_url(), OH_FORWARD_SUBAGENT_EVENTS="true",
-               OH_CONFIG_FILE=str(tmp_path / "none.toml"))
-    first = ServerProcess("first", tmp_path, env)
+    first = ServerProcess.sharing("first", tmp_path, settings)
     await first.start()
     try:
         body = {"agent": scripted_agent(one_asker_script(after={"text": "went on"}), approval="always"), "initial_message": "Go."}

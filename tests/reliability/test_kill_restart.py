@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +27,7 @@ SCRIPT = json.dumps({"lanes": [
 
 async def test_restart_after_a_kill_closes_open_calls_and_subagents_and_the_run_can_go_on(tmp_path: Path) -> None:
     settings = isolated_settings(tmp_path, forward_subagent_events=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
-    env.update(OH_DATABASE_URL=settings.resolved_database_url(), OH_FORWARD_SUBAGENT_EVENTS="true",
-               OH_CONFIG_FILE=str(tmp_path / "none.toml"))
-    first = ServerProcess("first", tmp_path, env)
+    first = ServerProcess.sharing("first", tmp_path, settings)
     await first.start()
     try:
         response = await first.client.post("/api/conversations", json={"agent": scripted_agent(SCRIPT), "initial_message": "Go."})

@@ -119,7 +119,7 @@ def _read(path: Path) -> str:
 
 
 def _editable(path: Path) -> None:
-    if path.is_file() and (size := path.stat().st_size) > MAX_EDIT_BYTES:
+    if (size := path.stat().st_size) > MAX_EDIT_BYTES:
         raise ToolError(
             f"{path.name} is {size / 1_048_576:.1f} MB; file_editor edits files up to "
             f"{MAX_EDIT_BYTES // 1_048_576} MB (view it in ranges, or edit it with the terminal)"
