@@ -85,7 +85,35 @@ async def scrape(replica: ServerProcess) -> dict[str, float]:
             totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
             if "generation" in sample.labels:
                 totals[f"{sample.name}_{sample.labels['generation']}"] = sample.value
+            if "le" in sample.labels:  # a histogram's bucket: kept by its bound
+                key = f"{sample.name}@{sample.labels['le']}"
+                totals[key] = totals.get(key, 0.0) + sample.value
     return totals
+
+
+def quantile_ms(before: list[dict[str, float]], after: list[dict[str, float]], name: str, q: float) -> float:
+    """The ``q`` quantile of histogram ``name`` over the run (the buckets' growth, summed over
+    replicas), as Prometheus's ``histogram_quantile`` gives it: linear within a bucket."""
+    prefix = f"{name}_bucket@"
+    counts: dict[float, float] = {}
+    for b, a in zip(before, after):
+        for key, value in a.items():
+            if key.startswith(prefix):
+                bound = float(key[len(prefix):])
+                counts[bound] = counts.get(bound, 0.0) + value - b.get(key, 0.0)
+    bounds = sorted(counts)
+    if not bounds or counts[bounds[-1]] <= 0:
+        return 0.0
+    rank = q * counts[bounds[-1]]
+    lower, below = 0.0, 0.0
+    for bound in bounds:
+        if counts[bound] >= rank:
+            if bound == float("inf"):
+                return lower * 1000  # past the last finite bound: its bound, as Prometheus does
+            share = (rank - below) / max(counts[bound] - below, 1e-12)
+            return (lower + (bound - lower) * share) * 1000
+        lower, below = bound, counts[bound]
+    return lower * 1000
 
 
 def peak_rss_mb(replica: ServerProcess) -> float:
@@ -227,6 +255,7 @@ async def run_trees(
         "stored": stored, "frames": received["frames"],
         "stored_rate": stored / wall, "delivered_rate": received["frames"] / (received["last"] - received["first"]),
         "p50_ms": received["p50_ms"], "p99_ms": received["p99_ms"],
+        "store_p99_ms": quantile_ms(before, after, "taskwire_store_append_seconds", 0.99),
         "rss_mb": max(peak_rss_mb(r) for r in replicas), "files": peak_files[0],
         "cores": cpu / wall, "cpu_ms_per_event": cpu * 1000 / max(stored, 1),
         "lag_ms": max(a.get("taskwire_event_loop_lag_max_seconds", 0) for a in after) * 1000,
@@ -308,14 +337,14 @@ async def ceiling(size: int, frames: int, fleets: int) -> dict[str, Any]:
 def table_of(title: str, rows: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> Table:
     table = Table(title=title)
     for column in ("run", "trees finished", "events stored", "stored/s", "delivered/s", "ceiling delivered/s",
-                   "p50 / p99 ms", "ceiling p50 / p99 ms", "server cores", "server CPU ms/event", "peak RSS MB", "peak fds", "loop lag max ms", "gc max ms / total s", "load avg"):
+                   "p50 / p99 ms", "ceiling p50 / p99 ms", "store p99 ms", "server cores", "server CPU ms/event", "peak RSS MB", "peak fds", "loop lag max ms", "gc max ms / total s", "load avg"):
         table.add_column(column, justify="left" if column == "run" else "right")
     for name, r, c in rows:
         table.add_row(
             name, f"{r['finished']}/{r['trees']}", f"{r['stored']:,.0f}", f"{r['stored_rate']:,.0f}",
             f"{r['delivered_rate']:,.0f}", f"{c['delivered_rate']:,.0f}" if c else "-",
             f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f}", f"{c['p50_ms']:.1f} / {c['p99_ms']:.1f}" if c else "-",
-            f"{r['cores']:.2f}", f"{r['cpu_ms_per_event']:.2f}", f"{r['rss_mb']:.0f}", str(r["files"]), f"{r['lag_ms']:.0f}", f"{r['gc_ms']:.0f} / {r['gc_total_s']:.1f}", f"{r['load']:.2f}",
+            f"{r['store_p99_ms']:.1f}", f"{r['cores']:.2f}", f"{r['cpu_ms_per_event']:.2f}", f"{r['rss_mb']:.0f}", str(r["files"]), f"{r['lag_ms']:.0f}", f"{r['gc_ms']:.0f} / {r['gc_total_s']:.1f}", f"{r['load']:.2f}",
         )
     return table
 

@@ -46,7 +46,7 @@ class OwnedWrites:
             await asyncio.wait(set(self._tasks))
 
 
-async def settle(task: asyncio.Task[T]) -> T:
+async def settle(task: asyncio.Future[T]) -> T:
     """The result of a store-owned ``task``. A cancelled caller still waits for the task to end
     before it sees its ``CancelledError`` (so what it wrote is whole when it cleans up); a
     second cancellation stops the wait, and the task goes on alone."""

@@ -6,8 +6,12 @@ so they compare and sort as text. An event becomes an ``EventRecord`` exactly on
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+
+from pydantic import TypeAdapter
 
 from server.errors import BadRequest, ConversationNotFound
 from server.events import Event, EventRecord
@@ -75,19 +79,64 @@ def conversation_row(record: ConversationRecord) -> tuple[Any, ...]:
     )
 
 
+def _check_settable(fields: dict[str, Any]) -> None:
+    # A typo is an error, not a field dropped silently; and a record never moves in its tree.
+    unknown = set(fields) - set(ConversationRecord.model_fields)
+    if unknown:
+        raise TypeError(f"ConversationRecord has no field(s) {sorted(unknown)}")
+    fixed = {"id", "root_id", "parent_id", "created_at", "updated_at"} & set(fields)
+    if fixed:
+        raise TypeError(f"a conversation's {sorted(fixed)} cannot be set")
+
+
 def updated_conversation(record: ConversationRecord, fields: dict[str, Any], now: datetime) -> ConversationRecord:
     """``record`` with ``fields`` set (validated) and ``updated_at`` = ``now``.
 
     Raises ``TypeError`` for a field the record does not have, so a typo is not dropped
-    silently, and refuses to move a record (``id``, ``root_id``, ``parent_id``).
+    silently, and refuses to move a record (``id``, ``root_id``, ``parent_id``) or to set its
+    times (``updated_at`` is the store's).
     """
-    unknown = set(fields) - set(ConversationRecord.model_fields)
-    if unknown:
-        raise TypeError(f"ConversationRecord has no field(s) {sorted(unknown)}")
-    fixed = {"id", "root_id", "parent_id"} & set(fields)
-    if fixed:
-        raise TypeError(f"a conversation's {sorted(fixed)} cannot change")
+    _check_settable(fields)
     return ConversationRecord.model_validate({**record.model_dump(), **fields, "updated_at": now})
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationPatch:
+    """What an update writes, without reading the record first: each field set as the JSON
+    text ``model_dump_json`` would give it, the new ``status`` column (``None``: unchanged)
+    and ``updated_at``, as stored (``updated_at``) and as in the record's JSON."""
+
+    fields: dict[str, str]
+    status: str | None
+    updated_at: str
+    updated_at_json: str
+
+
+@functools.lru_cache(maxsize=None)
+def _field_adapter(name: str) -> TypeAdapter[Any]:
+    field = ConversationRecord.model_fields[name]
+    return TypeAdapter(field.annotation)  # type: ignore[arg-type]
+
+
+def conversation_patch(fields: dict[str, Any], now: datetime) -> ConversationPatch:
+    """``fields`` validated one by one (only those being set) and given as JSON text, for a
+    store that sets them inside the stored JSON in one statement. Raises ``TypeError`` as
+    ``updated_conversation`` does, and pydantic's ``ValidationError`` for a bad value."""
+    _check_settable(fields)
+    texts: dict[str, str] = {}
+    status = None
+    for name, value in fields.items():
+        adapter = _field_adapter(name)
+        valid = adapter.validate_python(value)
+        texts[name] = adapter.dump_json(valid).decode()
+        if name == "status":
+            status = valid
+    return ConversationPatch(
+        fields=texts,
+        status=status,
+        updated_at=timestamp_text(now),
+        updated_at_json=_field_adapter("updated_at").dump_json(now).decode(),
+    )
 
 
 def check_deletable(conversation_id: str, record: ConversationRecord | None) -> None:

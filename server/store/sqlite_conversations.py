@@ -3,26 +3,32 @@ columns that are searched (tree, parent, status, times)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import aiosqlite
+import functools
+from typing import Any, Sequence
 
 from server.errors import ConversationNotFound
 from server.events.models import utc_now
 from server.store.base import MAX_PAGE, ConversationPage, ConversationRecord
 from server.store.pagination import check_page_request, conversation_page, decode_conversation_page_id
-from server.store.rows import CONVERSATION_COLUMNS, conversation_row, updated_conversation
+from server.store.rows import CONVERSATION_COLUMNS, conversation_patch, conversation_row
 from server.store.sqlite_database import SQLiteDatabase
 
 _INSERT = (
     f"INSERT INTO conversations ({', '.join(CONVERSATION_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(CONVERSATION_COLUMNS))})"
+    f"VALUES ({', '.join('?' * len(CONVERSATION_COLUMNS))}) ON CONFLICT (id) DO NOTHING RETURNING id"
 )
-# Every column again, in order: the unchanged ones are set to what they were.
-_UPDATE = (
-    f"UPDATE conversations SET ({', '.join(CONVERSATION_COLUMNS)}) = "
-    f"({', '.join('?' * len(CONVERSATION_COLUMNS))}) WHERE id = ?"
-)
+
+
+@functools.lru_cache(maxsize=256)
+def _update_sql(fields: Sequence[str], status: bool) -> str:
+    """One ``UPDATE``: each field set inside the stored JSON (``json_set`` with the value's
+    JSON text), the searched columns beside it, the new record returned. Field names are
+    the record's own (``conversation_patch`` checks them), never a client's text."""
+    paths = "".join(f", '$.{name}', json(?)" for name in ("updated_at", *fields))
+    return (
+        f"UPDATE conversations SET updated_at = ?, {'status = ?, ' if status else ''}"
+        f"json = json_set(json{paths}) WHERE id = ? RETURNING json"
+    )
 
 
 def _record(row: Any) -> ConversationRecord:
@@ -38,27 +44,21 @@ class SQLiteConversationStore:
 
     async def create_conversation(self, record: ConversationRecord) -> None:
         """Store a new record; raises ``ValueError`` if its id is taken."""
-
-        async def insert(conn: aiosqlite.Connection) -> None:
-            taken = await conn.execute_fetchall("SELECT 1 FROM conversations WHERE id = ?", (record.id,))
-            if list(taken):
-                raise ValueError(f"conversation {record.id!r} already exists")
-            await conn.execute(_INSERT, conversation_row(record))
-
-        await self._db.write(insert)
+        # One statement, one trip to the writer's thread (a model call's usage, a status: a
+        # busy server makes thousands a second, and each holds the write lock).
+        if not await self._db.write_statement(_INSERT, conversation_row(record)):
+            raise ValueError(f"conversation {record.id!r} already exists")
 
     async def update_conversation(self, conversation_id: str, **fields: Any) -> ConversationRecord:
-        async def update(conn: aiosqlite.Connection) -> ConversationRecord:
-            rows = list(
-                await conn.execute_fetchall("SELECT json FROM conversations WHERE id = ?", (conversation_id,))
-            )
-            if not rows:
-                raise ConversationNotFound(conversation_id)
-            record = updated_conversation(_record(rows[0]), fields, utc_now())
-            await conn.execute(_UPDATE, (*conversation_row(record), conversation_id))
-            return record
-
-        return await self._db.write(update)
+        patch = conversation_patch(fields, utc_now())
+        params: list[Any] = [patch.updated_at]
+        if patch.status is not None:
+            params.append(patch.status)
+        params += [patch.updated_at_json, *patch.fields.values(), conversation_id]
+        rows = await self._db.write_statement(_update_sql(tuple(patch.fields), patch.status is not None), params)
+        if not rows:
+            raise ConversationNotFound(conversation_id)
+        return _record(rows[0])
 
     async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
         row = await self._db.fetchone("SELECT json FROM conversations WHERE id = ?", (conversation_id,))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence, TypeVar
 
@@ -32,7 +31,10 @@ import aiosqlite
 from server.errors import StoreUnavailable
 from server.store.health import StoreHealth
 from server.store.owned import OwnedWrites, open_whole
+from server.store.sqlite_faults import fault
 from server.store.sqlite_schema import MEMORY, connect, database_path, migrate
+from server.store.sqlite_statements import StatementGroups
+from server.store.write_lock import WriteLock
 
 log = logging.getLogger(__name__)
 
@@ -41,30 +43,6 @@ WriterSetup = Callable[[aiosqlite.Connection], Awaitable[None]]
 
 CHECKPOINT_SECONDS = 0.5
 """How often a file database's WAL is checkpointed (``PASSIVE``: it waits for nobody)."""
-
-# SQLite's primary result codes that mean the database, not the request, is at fault.
-_FAULTS = {
-    5: "SQLITE_BUSY", 6: "SQLITE_LOCKED", 7: "SQLITE_NOMEM", 8: "SQLITE_READONLY", 10: "SQLITE_IOERR",
-    11: "SQLITE_CORRUPT", 13: "SQLITE_FULL", 14: "SQLITE_CANTOPEN", 15: "SQLITE_PROTOCOL", 26: "SQLITE_NOTADB",
-}
-
-
-def fault(exc: BaseException) -> str | None:
-    """Why ``exc`` means the database cannot be used now (a full or read-only disk, a lock held
-    too long, a closed connection), or ``None`` when it is about the request (a duplicate id)."""
-    if isinstance(exc, sqlite3.Error):
-        code = getattr(exc, "sqlite_errorcode", None)
-        if code is not None and code & 0xFF in _FAULTS:
-            return f"{_FAULTS[code & 0xFF]}: {exc}"
-        if isinstance(exc, sqlite3.ProgrammingError) and "closed" in str(exc):
-            return str(exc)
-        return None
-    if isinstance(exc, ValueError) and str(exc) == "Connection closed":  # aiosqlite's
-        return "the connection was closed"
-    if isinstance(exc, OSError):  # the folder cannot be made, the file cannot be opened
-        return f"{type(exc).__name__}: {exc}"
-    return None
-
 
 class _Reader:
     """A reader connection's slot; an empty slot connects on its next use."""
@@ -85,7 +63,8 @@ class SQLiteDatabase:
         self.owned = OwnedWrites(f"sqlite write {self.path}")
         self.health = StoreHealth(self.path)
         self._reader_count = readers if self.path != MEMORY else 0
-        self._lock = asyncio.Lock()
+        self._lock = WriteLock()
+        self._statements = StatementGroups(self.locked, self.owned)
         self._writer: aiosqlite.Connection | None = None
         self._writer_stale = False
         self._writer_setups: list[WriterSetup] = []
@@ -178,16 +157,24 @@ class SQLiteDatabase:
         be written."""
         return await self.owned.run(self._write_now(work))
 
+    async def write_statement(self, sql: str, params: Iterable[Any] | dict[str, Any] = ()) -> list[Sequence[Any]]:
+        """Run one statement on the writer connection, in autocommit (atomic by itself), in a
+        task the store owns, and return its rows (``RETURNING``). Statements that come
+        together run together, in one trip to the writer's thread (``sqlite_statements.py``),
+        where ``write`` takes four trips each (``BEGIN``, a read, the write, ``COMMIT``)."""
+        return await self._statements.run(sql, params)
+
     async def _write_now(self, work: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         async with self.locked() as conn, transaction(conn):
             return await work(conn)
 
     @asynccontextmanager
-    async def locked(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def locked(self, *, urgent: bool = False) -> AsyncIterator[aiosqlite.Connection]:
         """The writer connection, in autocommit mode (each statement its own transaction unless
         the block opens one), for a task the store owns. The block's database faults become
-        ``StoreUnavailable``; a transaction it leaves open is rolled back."""
-        async with self._lock:
+        ``StoreUnavailable``; a transaction it leaves open is rolled back. ``urgent`` (the
+        event writer's) goes before the other waiters (``write_lock.py``)."""
+        async with self._lock.hold(urgent=urgent):
             try:
                 conn = await self._writer_connection()
             except Exception as exc:
@@ -259,7 +246,7 @@ class SQLiteDatabase:
         """A connection to read committed data with. Database faults become
         ``StoreUnavailable`` (the connection is replaced on its next use)."""
         if not self._reader_count:
-            async with self._lock:
+            async with self._lock.hold():
                 try:
                     yield await self._writer_connection()
                 except Exception as exc:

@@ -15,8 +15,8 @@ full.
 
 Indexing a row's text costs several times what storing the row does (every character is a
 trigram), so it is kept off the append's path: an append stores ``body``, and the writer
-indexes what is new when it has no appends to write (``SQLiteEventWriter.index_some``), a
-tree at a time, up to ``trees.text_seq``. Moving that mark is one statement whose trigger
+indexes what is new when it has no appends to write (``SQLiteEventWriter.idle_work``), a
+few trees at a time, up to ``trees.text_seq``. Moving that mark is one statement whose trigger
 indexes the rows it passes (as the summaries' fold does). A search reads the index up to the
 mark and the few rows past it (``instr``), in one statement, so it always sees every stored
 event. Shorter terms are looked for in ``body`` row by row. A tree's ``DELETE`` takes its
@@ -30,6 +30,7 @@ catches up with them like with new events.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any, Callable
 
 import aiosqlite
@@ -44,8 +45,8 @@ _LAST = (1 << TREE_SHIFT) - 1
 MIN_SQLITE = (3, 35, 0)
 """The trigram tokenizer (3.34) and ``RETURNING`` (3.35)."""
 INDEX_CHUNK = 64
-"""Events indexed per step while the writer is idle (a few milliseconds: an append arriving
-meanwhile waits at most that long)."""
+"""Events indexed per step while the writer is idle, shared by the step's trees (a few
+milliseconds: an append arriving meanwhile waits at most that long)."""
 
 MIGRATION = f"""
 ALTER TABLE events ADD COLUMN body TEXT NOT NULL DEFAULT '';
@@ -70,13 +71,23 @@ INSERT INTO event_text_fill (after_rowid) VALUES (0)
 index and its triggers, and the mark of the fill (the rows up to ``after_rowid`` are filled;
 the table is dropped once all are)."""
 
-INDEX_SOME = f"""
+INDEX_TREES = 8
+"""Trees indexed per step at most: a server running many trees has many a few events behind,
+and a step each cost a trip to the database and a turn of the write lock."""
+
+
+@functools.lru_cache(maxsize=INDEX_TREES)
+def index_some_sql(trees: int) -> str:
+    """Index more events of ``trees`` trees (parameters: the events a tree may take, then the
+    trees' keys); gives each tree's key, new mark and last ``seq``."""
+    return f"""
 UPDATE trees SET text_seq = coalesce(
     (SELECT max(seq) FROM (SELECT seq FROM events WHERE tree = trees.id AND seq > trees.text_seq ORDER BY seq LIMIT ?)),
     text_seq)
-WHERE id = ? RETURNING text_seq, (SELECT max(seq) FROM events WHERE tree = trees.id)
+WHERE id IN ({", ".join("?" * trees)}) RETURNING id, text_seq, (SELECT max(seq) FROM events WHERE tree = trees.id)
 """
-"""Index up to ``INDEX_CHUNK`` more events of a tree; gives the new mark and the tree's last ``seq``."""
+
+
 BEHIND = "SELECT id FROM trees WHERE text_seq < (SELECT coalesce(max(seq), 0) FROM events WHERE tree = trees.id)"
 """The trees whose newest events are not indexed yet (read once, at open)."""
 

@@ -17,6 +17,7 @@ code, while the event loop goes on.
 from __future__ import annotations
 
 import functools
+import itertools
 import sqlite3
 from collections import OrderedDict
 from typing import Any, Iterable, Sequence
@@ -27,7 +28,7 @@ from server.events import EventRecord
 from server.store.base import EventQuery
 from server.store.filters import SqlDialect, Window, time_window_sql, window_from_row
 from server.store.sqlite_database import SQLiteDatabase, transaction
-from server.store.sqlite_text import BEHIND, INDEX_CHUNK, INDEX_SOME, body_match, text_branches
+from server.store.sqlite_text import BEHIND, INDEX_CHUNK, INDEX_TREES, body_match, index_some_sql, text_branches
 
 TREE = "(SELECT id FROM trees WHERE root_id = {})"
 """The key of the tree whose root id is the parameter ``{}``."""
@@ -99,7 +100,7 @@ class SQLiteEventWriter:
         """Store ``records`` in one transaction: one multi-row ``INSERT`` in autocommit (atomic,
         folds included). A tree written for the first time gets its key first, in the same
         transaction."""
-        async with self._db.locked() as conn:
+        async with self._db.locked(urgent=True) as conn:
             # Read under the lock: a tree deleted meanwhile is no longer cached.
             keys = {record.root_id: self._keys.get(record.root_id) for record in records}
             try:
@@ -128,17 +129,18 @@ class SQLiteEventWriter:
             self._behind.update(trees)
 
     async def idle_work(self) -> bool:
-        """Index up to ``INDEX_CHUNK`` events not in the text index yet (``sqlite_text.py``),
-        while no append waits; whether some remain."""
+        """Index up to ``INDEX_CHUNK`` events not in the text index yet, of up to
+        ``INDEX_TREES`` trees (``sqlite_text.py``), while no append waits; whether some remain."""
         async with self._db.locked() as conn:
             if self._behind is None:
                 self._behind = {row[0] for row in await conn.execute_fetchall(BEHIND)}
             if not self._behind:
                 return False
-            tree = next(iter(self._behind))
-            rows = list(await conn.execute_fetchall(INDEX_SOME, (INDEX_CHUNK, tree)))
-            if not rows or rows[0][1] is None or rows[0][0] >= rows[0][1]:
-                self._behind.discard(tree)
+            trees = list(itertools.islice(self._behind, INDEX_TREES))
+            each = max(1, INDEX_CHUNK // len(trees))
+            rows = await conn.execute_fetchall(index_some_sql(len(trees)), (each, *trees))
+            caught_up = {row[0] for row in rows if row[2] is None or row[1] >= row[2]}
+            self._behind.difference_update(caught_up | (set(trees) - {row[0] for row in rows}))
             return bool(self._behind)
 
     async def delete_tree(self, conn: aiosqlite.Connection, root_id: str) -> None:

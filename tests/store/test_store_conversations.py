@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from pydantic import ValidationError
 
 from server.errors import BadRequest, ConversationNotFound, InvalidPageId
-from server.events import MessageEvent
+from server.events import MessageEvent, Usage
 from server.store import Store
 from server.store.base import ConversationRecord, EventQuery
 
@@ -63,6 +65,40 @@ async def test_update_refuses_unknown_or_fixed_fields(store: Store) -> None:
     with pytest.raises(TypeError):
         await store.update_conversation("root-1", root_id="elsewhere")
     assert (await store.get_conversation("root-1")).status == "idle"
+
+
+HOSTILE_TEXT = 'a "quote", a \\ backslash, a NUL \x00, \u00e9cole \u2014 \U0001f600, $.title, \')'
+
+
+async def test_update_keeps_any_text_and_every_other_field_exactly(store: Store) -> None:
+    # An update writes only the fields it sets: whatever they hold reads back as given, and
+    # the record is what setting them on the model gives.
+    record = root(1).model_copy(update={"usage": Usage(input_tokens=5, llm_calls=1), "label": "task-1"})
+    await store.create_conversation(record)
+    updated = await store.update_conversation(
+        record.id, title=HOSTILE_TEXT, result=HOSTILE_TEXT, usage=record.usage + Usage(output_tokens=7, llm_calls=1),
+        agent={"kind": "native", "note": HOSTILE_TEXT, "n": 1.5e-7, "big": 2**62},
+    )
+    expected = record.model_copy(update={
+        "title": HOSTILE_TEXT, "result": HOSTILE_TEXT, "usage": Usage(input_tokens=5, output_tokens=7, llm_calls=2),
+        "agent": {"kind": "native", "note": HOSTILE_TEXT, "n": 1.5e-7, "big": 2**62}, "updated_at": updated.updated_at,
+    })
+    assert updated == expected
+    assert await store.get_conversation(record.id) == expected
+    cleared = await store.update_conversation(record.id, title=None)
+    assert cleared.title is None and cleared.result == HOSTILE_TEXT
+
+
+async def test_update_refuses_a_bad_value_and_writes_nothing(store: Store) -> None:
+    record = root(1)
+    await store.create_conversation(record)
+    with pytest.raises(ValidationError):
+        await store.update_conversation(record.id, status="sleeping", title="never")
+    with pytest.raises(ValidationError):
+        await store.update_conversation(record.id, usage={"input_tokens": "many"})
+    with pytest.raises(TypeError):
+        await store.update_conversation(record.id, updated_at=T0)
+    assert await store.get_conversation(record.id) == record
 
 
 async def test_tree_lists_the_root_first_then_by_creation(store: Store) -> None:
@@ -169,3 +205,18 @@ async def test_reopened_store_keeps_conversations(store: Store, reopen) -> None:
     again = await reopen()
     assert (await again.get_conversation("root-1")).status == "paused"
     assert await again.count_conversations(status="paused") == 1
+
+
+async def test_many_writes_at_once_all_land_and_one_that_fails_fails_alone(store: Store) -> None:
+    # Writes that come together run together (SQLite: one trip for a group): each still
+    # succeeds or fails on its own.
+    await store.create_conversation(root(0))
+    creates = [store.create_conversation(root(n)) for n in range(1, 150)] + [store.create_conversation(root(0))]
+    results = await asyncio.gather(*creates, return_exceptions=True)
+    assert [type(r) for r in results] == [type(None)] * 149 + [ValueError]
+    updates = [store.update_conversation(f"root-{n}", title=f"t{n}", status="running") for n in range(150)]
+    updates.append(store.update_conversation("nope", title="x"))
+    results = await asyncio.gather(*updates, return_exceptions=True)
+    assert isinstance(results[-1], ConversationNotFound)
+    assert [r.title for r in results[:-1]] == [f"t{n}" for n in range(150)]
+    assert await store.count_conversations(status="running") == 150
