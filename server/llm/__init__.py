@@ -13,6 +13,7 @@ from server.errors import LLMError
 from server.llm.anthropic import AnthropicLLM
 from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec
 from server.llm.openai import OpenAILLM
+from server.llm.script import names_a_file
 from server.llm.scripted import ScriptedLLM
 from server.settings import Settings
 
@@ -43,7 +44,8 @@ def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
         # A file the request names lies under the config folder or a workspace root; the
         # operator's own OH_LLM_SCRIPT may lie anywhere.
         requested = (config or {}).get("script") is not None
-        roots = script_roots(settings) if requested else None
+        # Resolved only for a file: every sub-agent of a scripted tree loads an inline script.
+        roots = script_roots(settings) if requested and names_a_file(merged["script"]) else None
         return ScriptedLLM(merged["script"], pace=float(merged.get("pace") or 0), roots=roots)
     if api in ("openai", "anthropic"):
         client = OpenAILLM if api == "openai" else AnthropicLLM
@@ -57,6 +59,7 @@ def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
 
 
 def script_roots(settings: Settings) -> list[Path]:
-    """Where a script file named in a request may lie: the config folder (the demo scripts)
-    and the workspace roots (``OH_WORKSPACE_PATH`` and ``OH_WORKSPACE_ROOTS``)."""
+    """Where a file named in a request (a script, a ``claude_sdk`` transcript to replay) may
+    lie: the config folder (the demo scripts) and the workspace roots (``OH_WORKSPACE_PATH``
+    and ``OH_WORKSPACE_ROOTS``)."""
     return [settings.config_dir, *settings.workspace_roots_resolved()]

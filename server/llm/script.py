@@ -20,9 +20,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +29,7 @@ from typing import Any, NoReturn
 import yaml
 from pydantic import ValidationError
 
+from server.confined_files import read_confined
 from server.errors import LLMError
 from server.events import Usage
 from server.llm.base import ToolCall
@@ -244,6 +243,14 @@ def count_assistant_turns(roles: list[str]) -> int:
     return turns
 
 
+def names_a_file(source: Any) -> bool:
+    """Whether ``Script.load`` would read ``source`` from a file: anything but a script
+    itself (a ``Script``, a mapping, inline text)."""
+    if isinstance(source, (Script, Mapping)):
+        return False
+    return not (isinstance(source, str) and _is_inline(source))
+
+
 def _is_inline(source: str | Path) -> bool:
     # A string with a newline (or a flow mapping) is a script itself; anything else names a file.
     return isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{"))
@@ -251,31 +258,11 @@ def _is_inline(source: str | Path) -> bool:
 
 def _read_file(path: Path, roots: list[Path] | None) -> str:
     """The text of a script file, read as ``Script.load`` promises."""
-    resolved = path.resolve()  # symbolic links followed: a link out of the roots stays out
-    if roots is not None and not any(resolved.is_relative_to(root.resolve()) for root in roots):
-        raise LLMError(
-            f"script {path} is outside the config folder and the workspace roots; "
-            "name a file under them or send the script inline",
-            code="script_outside_roots",
-        )
-    try:
-        info = os.stat(resolved)
-    except FileNotFoundError:
-        raise LLMError(f"script file not found: {path}", code="script_not_found") from None
-    except OSError as exc:
-        raise LLMError(f"cannot read script {path}: {exc.strerror}", code="script_unreadable") from None
-    if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
-        raise LLMError(f"script {path} is not a regular file", code="script_unreadable")
-    if info.st_size > MAX_SCRIPT_BYTES:
-        raise LLMError(f"script {path} is over {MAX_SCRIPT_BYTES} bytes", code="script_unreadable")
-    try:
-        with open(resolved, "rb") as file:
-            return file.read(MAX_SCRIPT_BYTES + 1).decode("utf-8")
-    except UnicodeDecodeError:
-        raise LLMError(f"script {path} is not UTF-8 text", code="script_unreadable") from None
-    except OSError as exc:
-        raise LLMError(f"cannot read script {path}: {exc.strerror}", code="script_unreadable") from None
-
+    return read_confined(
+        path, roots, what="script", limit=MAX_SCRIPT_BYTES,
+        hint="name a file under them or send the script inline",
+        refuse=lambda detail, code: LLMError(detail, code=code),
+    )
 
 
 def text_chunks(text: str, pieces: int = 3) -> list[str]:
