@@ -69,13 +69,19 @@ class RunningServer:
         return self.app.state.runtime
 
 
+TESTS = Path(__file__).resolve().parent
+"""The tests' folder (its recorded transcripts)."""
+
+
 def isolated_settings(tmp_path: Path, **overrides: Any) -> Settings:
     """Settings isolated in ``tmp_path`` (its own SQLite file and workspaces)."""
     values: dict[str, Any] = {
         "workspace_path": tmp_path / "workspace",
         "database_url": f"sqlite:///{tmp_path / 'taskwire.db'}",
         "llm_api": "scripted",
-        "workspace_roots": [tmp_path],  # a test's own folders are workspaces too
+        # A test's own folders are workspaces too, and the recordings beside the tests may be
+        # named by a request (a claude_sdk ``replay``).
+        "workspace_roots": [tmp_path, TESTS],
     }
     values.update(overrides)
     return Settings(**values)

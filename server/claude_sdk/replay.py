@@ -58,8 +58,9 @@ class ReplaySession:
         """What each recorded ``can_use_tool`` call was answered, in order."""
 
     @classmethod
-    def from_file(cls, path: str | Path) -> ReplaySession:
-        return cls(load_transcript(path))
+    def from_file(cls, path: str | Path, roots: list[Path] | None = None) -> ReplaySession:
+        """The session a transcript file records, read only under ``roots`` (``load_transcript``)."""
+        return cls(load_transcript(path, roots))
 
     async def connect(self) -> None:
         return None

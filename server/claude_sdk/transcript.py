@@ -17,6 +17,7 @@ from typing import Any
 
 import claude_agent_sdk as sdk
 
+from server.confined_files import read_confined
 from server.errors import ClaudeSDKError
 
 _MESSAGE_TYPES: dict[str, type] = {
@@ -81,13 +82,34 @@ def record_of(message: Any) -> dict[str, Any]:
     }
 
 
-def load_transcript(path: str | Path) -> list[Any]:
-    """Every message of a transcript file, in order."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ClaudeSDKError(f"cannot read transcript {path}: {exc}", code="bad_transcript") from exc
-    return [message_from_record(json.loads(line)) for line in lines if line.strip()]
+MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
+"""The largest transcript file a request may name."""
+
+
+def load_transcript(path: str | Path, roots: list[Path] | None = None) -> list[Any]:
+    """Every message of a transcript file, in order. A file a request names is read only
+    under ``roots`` (``server.confined_files``); what is wrong with it is said by line number,
+    never by quoting it. Raises ``ClaudeSDKError`` (``transcript_outside_roots``,
+    ``transcript_not_found``, ``transcript_unreadable``, ``bad_transcript``)."""
+    text = read_confined(
+        Path(path), roots, what="transcript", limit=MAX_TRANSCRIPT_BYTES,
+        hint="name a file under them",
+        refuse=lambda detail, code: ClaudeSDKError(detail, code=code),
+    )
+    messages = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise TypeError("not an object")
+            messages.append(message_from_record(record))
+        except (ValueError, TypeError, KeyError, ClaudeSDKError):
+            raise ClaudeSDKError(
+                f"transcript {path} line {number} is not a recorded message", code="bad_transcript"
+            ) from None
+    return messages
 
 
 def dump_transcript(messages: list[Any], path: str | Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from server.claude_sdk.transcript import dump_transcript
@@ -55,3 +56,28 @@ async def test_an_invalid_agent_spec_is_refused_with_422(server: RunningServer) 
         "/api/conversations", json={"agent": {"kind": "claude_sdk", "permission_mode": "yolo"}}
     )
     assert response.status_code == 422
+
+
+async def test_a_replay_file_is_read_only_under_the_roots_and_never_quoted(server: RunningServer, tmp_path: Path) -> None:
+    # ``replay`` is a path from the request: it may not read the server's files, block on a
+    # FIFO, or echo what a file holds.
+    secret = "hunter2-do-not-print"
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
+    outside.write_text(f'{{"type": "{secret}"}}\n')
+    not_a_transcript = tmp_path / "notes.jsonl"
+    dump_transcript([message_start("msg_main_0")], not_a_transcript)
+    with not_a_transcript.open("a") as file:
+        file.write(f'{{"type": "{secret}"}}\n')
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    expected = {
+        "/etc/passwd": "transcript_outside_roots", str(outside): "transcript_outside_roots",
+        str(tmp_path / "absent.jsonl"): "transcript_not_found", str(fifo): "transcript_unreadable",
+        str(not_a_transcript): "bad_transcript",
+    }
+    for path, code in expected.items():
+        conversation = (await create(server, agent=replay_agent(Path(path)), initial_message="go"))["id"]
+        assert (await wait_for_status(server.client, conversation, {"error", "finished"}))["status"] == "error"
+        [error] = [e for e in await all_events(server, conversation) if e["kind"] == "AgentErrorEvent"]
+        assert (error["code"], secret in error["error"]) == (code, False), error
+    assert "line 2" in error["error"]

@@ -26,6 +26,7 @@ from server.claude_sdk import ROOT, Action, ClaudeDispatcher, CountUsage, Emit, 
 from server.claude_sdk.replay import ReplaySession
 from server.claude_sdk.session import ClaudeCodeSession, MessageSource, claude_options
 from server.errors import BackendError, BadRequest, ClaudeSDKError
+from server.llm import script_roots
 from server.events import SubagentFinishedEvent, SubagentStartedEvent
 from server.events.ids import new_id
 from server.runtime.backends.base import AgentHost
@@ -70,7 +71,8 @@ class ClaudeSDKBackend:
         backend = cls(spec, ask=spec.permissions == "ask" or not host.approval.never)
         callback = backend.permissions.can_use_tool if backend.permissions is not None else None
         if spec.replay:
-            replay = ReplaySession.from_file(spec.replay)
+            # The path is a client's: read only under the config folder and the workspace roots.
+            replay = ReplaySession.from_file(spec.replay, script_roots(host.settings))
             replay.can_use_tool = callback
             backend.source = replay
         else:
