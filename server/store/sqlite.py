@@ -61,6 +61,7 @@ class SQLiteStore(SQLiteConversationStore):
 
     async def close(self) -> None:
         """Wait for the writes in progress, write what is queued, then close every connection."""
+        self._writer.stop()  # the text index catches up after the next open
         await self._db.owned.drain()
         await self._commit.close()
         await self._db.close()
@@ -151,10 +152,10 @@ class SQLiteStore(SQLiteConversationStore):
 
     async def index_pending(self) -> None:
         """Put every stored event in the text index now (the writer does it by itself, a
-        step at a time, whenever no append waits; searches never depend on it)."""
+        step at a time, beside the appends; searches never depend on it)."""
 
         async def index_all() -> None:
-            while await self._writer.idle_work():
+            while await self._writer.index_step():
                 pass
 
         await self.flush()

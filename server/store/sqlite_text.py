@@ -15,8 +15,8 @@ full.
 
 Indexing a row's text costs several times what storing the row does (every character is a
 trigram), so it is kept off the append's path: an append stores ``body``, and the writer
-indexes what is new when it has no appends to write (``SQLiteEventWriter.idle_work``), a
-few trees at a time, up to ``trees.text_seq``. Moving that mark is one statement whose trigger
+indexes what is new beside the appends (``SQLiteEventWriter.idle_work``): once enough is behind,
+or appends pause, a few trees at a time, up to ``trees.text_seq``. Moving that mark is one statement whose trigger
 indexes the rows it passes (as the summaries' fold does). A search reads the index up to the
 mark and the few rows past it (``instr``), in one statement, so it always sees every stored
 event. Shorter terms are looked for in ``body`` row by row. A tree's ``DELETE`` takes its
@@ -71,6 +71,11 @@ INSERT INTO event_text_fill (after_rowid) VALUES (0)
 index and its triggers, and the mark of the fill (the rows up to ``after_rowid`` are filled;
 the table is dropped once all are)."""
 
+INDEX_BACKLOG = 512
+"""Events behind the text index that make a step worth a turn of the write lock while appends
+keep coming (a search reads that many at most row by row)."""
+INDEX_QUIET = 0.2
+"""Seconds without an append after which whatever is behind is indexed."""
 INDEX_TREES = 8
 """Trees indexed per step at most: a server running many trees has many a few events behind,
 and a step each cost a trip to the database and a turn of the write lock."""

@@ -16,8 +16,11 @@ code, while the event loop goes on.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
+import logging
+import time
 import sqlite3
 from collections import OrderedDict
 from typing import Any, Iterable, Sequence
@@ -28,7 +31,11 @@ from server.events import EventRecord
 from server.store.base import EventQuery
 from server.store.filters import SqlDialect, Window, time_window_sql, window_from_row
 from server.store.sqlite_database import SQLiteDatabase, transaction
-from server.store.sqlite_text import BEHIND, INDEX_CHUNK, INDEX_TREES, body_match, index_some_sql, text_branches
+from server.store.sqlite_text import (
+    BEHIND, INDEX_BACKLOG, INDEX_CHUNK, INDEX_QUIET, INDEX_TREES, body_match, index_some_sql, text_branches,
+)
+
+log = logging.getLogger(__name__)
 
 TREE = "(SELECT id FROM trees WHERE root_id = {})"
 """The key of the tree whose root id is the parameter ``{}``."""
@@ -86,6 +93,14 @@ class SQLiteEventWriter:
         self._keys: OrderedDict[str, int] = OrderedDict()
         self._behind: set[int] | None = None
         """Keys of the trees with events not in the text index yet (``None``: not read yet)."""
+        self._unindexed = 0
+        """About how many events are behind (counted as written, down as indexed)."""
+        self._last_write = 0.0
+        self._indexing: asyncio.Task[None] | None = None
+        self._backlog_unknown = False
+        """Trees were found behind when the store opened: index them whatever the count."""
+        self._stopped = False
+        self._failing = False
         db.on_writer_connect(self._add_fold_triggers)
 
     async def _add_fold_triggers(self, conn: aiosqlite.Connection) -> None:
@@ -106,7 +121,7 @@ class SQLiteEventWriter:
             try:
                 if None not in keys.values():
                     await conn.execute(_insert_rows(len(records)), _values(keys, records))  # type: ignore[arg-type]
-                    self._now_behind(keys.values())  # type: ignore[arg-type]
+                    self._now_behind(keys.values(), len(records))  # type: ignore[arg-type]
                     return
                 async with transaction(conn):
                     for root_id, key in keys.items():
@@ -122,25 +137,65 @@ class SQLiteEventWriter:
                 self._keys.move_to_end(root_id)
             while len(self._keys) > self._max_trees:
                 self._keys.popitem(last=False)
-            self._now_behind(keys.values())  # type: ignore[arg-type]
+            self._now_behind(keys.values(), len(records))  # type: ignore[arg-type]
 
-    def _now_behind(self, trees: Iterable[int]) -> None:
+    def _now_behind(self, trees: Iterable[int], count: int) -> None:
+        self._unindexed += count
+        self._last_write = time.monotonic()
         if self._behind is not None:  # else read from the database at the next idle moment
             self._behind.update(trees)
 
     async def idle_work(self) -> bool:
+        """Start indexing the events not in the text index yet (``sqlite_text.py``), in a task
+        of the store's beside the appends, if it is not running; never waits for it."""
+        idle = self._indexing is None or self._indexing.done()
+        if idle and not self._stopped and (self._behind is None or self._behind):
+            self._indexing = self._db.owned.start(self._index_when_quiet())
+        return False
+
+    def stop(self) -> None:
+        """Stop indexing after the step in progress (the rest is indexed after a reopen)."""
+        self._stopped = True
+
+    async def _index_when_quiet(self) -> None:
+        # Each step is a turn of the write lock, and a turn lasts until the busy loop gets
+        # round to it: a step after every batch of appends doubled the turns. So while appends
+        # keep coming, the index waits until enough is behind to make a step worth its turn
+        # (searches read what is behind row by row meanwhile). Batches of events still go
+        # first at the lock (``write_lock.py``).
+        try:
+            while not self._stopped:
+                small = not self._backlog_unknown and self._unindexed < INDEX_BACKLOG
+                if small and time.monotonic() - self._last_write < INDEX_QUIET:
+                    await asyncio.sleep(INDEX_QUIET)
+                    continue
+                more = await self.index_step()
+                self._failing = False
+                if not more:
+                    return
+        except Exception as exc:  # tried again after the next batch; the appends go on
+            if not self._failing:
+                log.warning("indexing the text of new events failed (tried again later): %r", exc)
+            self._failing = True
+
+    async def index_step(self) -> bool:
         """Index up to ``INDEX_CHUNK`` events not in the text index yet, of up to
-        ``INDEX_TREES`` trees (``sqlite_text.py``), while no append waits; whether some remain."""
+        ``INDEX_TREES`` trees (``sqlite_text.py``); whether some remain."""
         async with self._db.locked() as conn:
             if self._behind is None:
                 self._behind = {row[0] for row in await conn.execute_fetchall(BEHIND)}
+                self._backlog_unknown = bool(self._behind)  # from before this connection: any size
             if not self._behind:
+                self._unindexed, self._backlog_unknown = 0, False
                 return False
             trees = list(itertools.islice(self._behind, INDEX_TREES))
             each = max(1, INDEX_CHUNK // len(trees))
             rows = await conn.execute_fetchall(index_some_sql(len(trees)), (each, *trees))
             caught_up = {row[0] for row in rows if row[2] is None or row[1] >= row[2]}
             self._behind.difference_update(caught_up | (set(trees) - {row[0] for row in rows}))
+            self._unindexed = max(0, self._unindexed - each * len(trees))
+            if not self._behind:
+                self._unindexed, self._backlog_unknown = 0, False
             return bool(self._behind)
 
     async def delete_tree(self, conn: aiosqlite.Connection, root_id: str) -> None:

@@ -14,6 +14,7 @@ from server.store.base import ConversationRecord, EventQuery
 from server.store.schema import SchemaVersionError
 from server.store.sqlite import SQLiteStore
 from server.store.sqlite_schema import MIGRATIONS, database_path
+from server.store.sqlite_text import BEHIND
 from server.store.sqlite_writer import FOLD, FOLD_AFTER
 
 
@@ -233,5 +234,28 @@ async def test_the_wal_is_checkpointed_in_the_background(tmp_path: Path) -> None
             await asyncio.sleep(0.05)
         assert db.stat().st_size > before + 1_000_000
         assert await store.count(EventQuery(root_id="r")) == 3000
+    finally:
+        await store.close()
+
+
+async def test_the_text_index_catches_up_by_itself_once_appends_pause(tmp_path: Path) -> None:
+    # While appends keep coming it waits for a backlog worth a turn of the write lock; once
+    # they pause it indexes what is behind, and a search finds the same either way.
+    store = SQLiteStore(f"sqlite:///{tmp_path}/indexed.db")
+    await store.open()
+    try:
+        for n in range(40):
+            await store.append("r", "r", MessageEvent(content=f"needle {n} in the hay"))
+        query = EventQuery(root_id="r", body="needle")
+        assert len((await store.search(query)).items) == 40
+        db = tmp_path / "indexed.db"
+        for _ in range(100):
+            async with aiosqlite.connect(db) as conn:
+                behind = len(list(await conn.execute_fetchall(BEHIND)))
+            if not behind:
+                break
+            await asyncio.sleep(0.05)
+        assert not behind
+        assert len((await store.search(query)).items) == 40
     finally:
         await store.close()
