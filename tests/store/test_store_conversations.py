@@ -220,3 +220,17 @@ async def test_many_writes_at_once_all_land_and_one_that_fails_fails_alone(store
     assert isinstance(results[-1], ConversationNotFound)
     assert [r.title for r in results[:-1]] == [f"t{n}" for n in range(150)]
     assert await store.count_conversations(status="running") == 150
+
+
+async def test_record_writes_and_appends_at_once_all_land(store: Store) -> None:
+    # On SQLite the record writes ride along with the batches of events: both must land whole.
+    for n in range(20):
+        await store.create_conversation(root(n))
+    appends = [store.append(f"root-{n % 20}", f"root-{n % 20}", MessageEvent(content=f"m{n}")) for n in range(200)]
+    updates = [store.update_conversation(f"root-{n % 20}", title=f"t{n}") for n in range(200)]
+    results = await asyncio.gather(*[w for pair in zip(appends, updates) for w in pair])
+    assert all(r is not None for r in results)
+    for n in range(20):
+        title = (await store.get_conversation(f"root-{n}")).title  # one of its own updates
+        assert title is not None and int(title[1:]) % 20 == n
+        assert await store.count(EventQuery(root_id=f"root-{n}")) == 10
