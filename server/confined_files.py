@@ -12,24 +12,32 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Union
 
+Roots = Union[list[Path], Callable[[], list[Path]], None]
+"""Where a named file may lie: a list, a function giving it (called only when a file is read:
+resolving the roots touches the file system), or ``None`` for anywhere (the operator's own)."""
 Refusal = Callable[[str, str], Exception]
 """Makes the error to raise from a message and a code (``<what>_outside_roots``,
 ``<what>_not_found``, ``<what>_unreadable``)."""
 
 
-def read_confined(path: Path, roots: list[Path] | None, *, what: str, limit: int, hint: str, refuse: Refusal) -> str:
+def read_confined(path: Path, roots: Roots, *, what: str, limit: int, hint: str, refuse: Refusal) -> str:
     """The text of the file at ``path``, read only if it lies under one of ``roots`` (any
     file when ``roots`` is ``None``: the operator's own setting) and is a regular UTF-8 file
     of at most ``limit`` bytes. ``what`` names it in errors, ``hint`` says what to do instead
     of naming a file outside the roots."""
-    resolved = path.resolve()  # a link out of the roots stays out
+    unreadable = f"{what}_unreadable"
+    try:
+        resolved = path.resolve()  # a link out of the roots stays out
+    except (OSError, ValueError, RuntimeError):  # a NUL in the name, a loop of links
+        raise refuse(f"{what} {path!r} cannot be resolved", unreadable) from None
+    if callable(roots):
+        roots = roots()
     if roots is not None and not any(resolved.is_relative_to(root.resolve()) for root in roots):
         raise refuse(
             f"{what} {path} is outside the config folder and the workspace roots; {hint}", f"{what}_outside_roots"
         )
-    unreadable = f"{what}_unreadable"
     try:
         info = os.stat(resolved)
     except FileNotFoundError:

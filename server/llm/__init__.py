@@ -13,7 +13,6 @@ from server.errors import LLMError
 from server.llm.anthropic import AnthropicLLM
 from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec
 from server.llm.openai import OpenAILLM
-from server.llm.script import names_a_file
 from server.llm.scripted import ScriptedLLM
 from server.settings import Settings
 
@@ -44,8 +43,8 @@ def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
         # A file the request names lies under the config folder or a workspace root; the
         # operator's own OH_LLM_SCRIPT may lie anywhere.
         requested = (config or {}).get("script") is not None
-        # Resolved only for a file: every sub-agent of a scripted tree loads an inline script.
-        roots = script_roots(settings) if requested and names_a_file(merged["script"]) else None
+        # Resolved only if a file is read: every sub-agent of a scripted tree loads an inline script.
+        roots = (lambda: script_roots(settings)) if requested else None
         return ScriptedLLM(merged["script"], pace=float(merged.get("pace") or 0), roots=roots)
     if api in ("openai", "anthropic"):
         client = OpenAILLM if api == "openai" else AnthropicLLM

@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 import yaml
 from pydantic import ValidationError
 
-from server.confined_files import read_confined
+from server.confined_files import Roots, read_confined
 from server.errors import LLMError
 from server.events import Usage
 from server.llm.base import ToolCall
@@ -111,7 +111,7 @@ class Script:
         """Requests a lenient script had no turn for, answered with ``UNSCRIPTED_REPLY``."""
 
     @classmethod
-    def load(cls, source: str | Path | Mapping[str, Any] | Script, *, roots: list[Path] | None = None) -> Script:
+    def load(cls, source: str | Path | Mapping[str, Any] | Script, *, roots: Roots = None) -> Script:
         """Load from a file path, inline YAML text, or an already-parsed mapping. ``roots``:
         a file must lie under one of them (``None``: anywhere; for the operator's own files).
 
@@ -243,20 +243,12 @@ def count_assistant_turns(roles: list[str]) -> int:
     return turns
 
 
-def names_a_file(source: Any) -> bool:
-    """Whether ``Script.load`` would read ``source`` from a file: anything but a script
-    itself (a ``Script``, a mapping, inline text)."""
-    if isinstance(source, (Script, Mapping)):
-        return False
-    return not (isinstance(source, str) and _is_inline(source))
-
-
 def _is_inline(source: str | Path) -> bool:
     # A string with a newline (or a flow mapping) is a script itself; anything else names a file.
     return isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{"))
 
 
-def _read_file(path: Path, roots: list[Path] | None) -> str:
+def _read_file(path: Path, roots: Roots) -> str:
     """The text of a script file, read as ``Script.load`` promises."""
     return read_confined(
         path, roots, what="script", limit=MAX_SCRIPT_BYTES,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from server.confined_files import Roots
 from server.errors import LLMError
 from server.llm.base import LLMRequest, LLMResponse, OnDelta
 from server.llm.script import (
@@ -24,7 +25,7 @@ class ScriptedLLM:
     ``call_<lane>_<turn>_<n>``."""
 
     def __init__(
-        self, script: Script | str | Path | Mapping[str, Any], *, pace: float = 0.0, roots: list[Path] | None = None
+        self, script: Script | str | Path | Mapping[str, Any], *, pace: float = 0.0, roots: Roots = None
     ) -> None:
         """``roots``: where a script file may lie (``Script.load``)."""
         self.script = Script.load(script, roots=roots)

@@ -14,11 +14,12 @@ of the page it returns, limited to its tree and ``seq`` bounds, and stops when t
 full.
 
 Indexing a row's text costs several times what storing the row does (every character is a
-trigram), so it is kept off the append's path: an append stores ``body``, and the writer
-indexes what is new beside the appends (``SQLiteEventWriter.idle_work``): once enough is behind,
-or appends pause, a few trees at a time, up to ``trees.text_seq``. Moving that mark is one statement whose trigger
-indexes the rows it passes (as the summaries' fold does). A search reads the index up to the
-mark and the few rows past it (``instr``), in one statement, so it always sees every stored
+trigram), so it is kept off the append's path: an append stores ``body``, and a task of the
+store's indexes what is new beside the appends (``SQLiteEventWriter.idle_work``), once
+``INDEX_BACKLOG`` events are behind or appends pause, a few trees at a time, up to
+``trees.text_seq``. Moving that mark is one statement whose trigger indexes the rows it passes
+(as the summaries' fold does). A search reads the index up to the mark and the rows past it
+(``instr``, a few hundred at most), in one statement, so it always sees every stored
 event. Shorter terms are looked for in ``body`` row by row. A tree's ``DELETE`` takes its
 indexed rows out of the index by a trigger, in the same statement.
 
@@ -45,8 +46,8 @@ _LAST = (1 << TREE_SHIFT) - 1
 MIN_SQLITE = (3, 35, 0)
 """The trigram tokenizer (3.34) and ``RETURNING`` (3.35)."""
 INDEX_CHUNK = 64
-"""Events indexed per step while the writer is idle, shared by the step's trees (a few
-milliseconds: an append arriving meanwhile waits at most that long)."""
+"""Events indexed per step, shared by the step's trees (a few milliseconds: a batch of events
+arriving meanwhile waits at most that long)."""
 
 MIGRATION = f"""
 ALTER TABLE events ADD COLUMN body TEXT NOT NULL DEFAULT '';

@@ -20,8 +20,8 @@ import asyncio
 import functools
 import itertools
 import logging
-import time
 import sqlite3
+import time
 from collections import OrderedDict
 from typing import Any, Iterable, Sequence
 

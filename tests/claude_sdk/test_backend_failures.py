@@ -73,6 +73,7 @@ async def test_a_replay_file_is_read_only_under_the_roots_and_never_quoted(serve
     expected = {
         "/etc/passwd": "transcript_outside_roots", str(outside): "transcript_outside_roots",
         str(tmp_path / "absent.jsonl"): "transcript_not_found", str(fifo): "transcript_unreadable",
+        str(tmp_path / "nul\x00.jsonl"): "transcript_unreadable",
         str(not_a_transcript): "bad_transcript",
     }
     for path, code in expected.items():

@@ -93,6 +93,7 @@ def test_what_cannot_be_a_script_file_is_refused_before_it_is_read(settings: Set
     codes = {name: refusal(settings, str(settings.workspace_path / name)).code for name in ["pipe.yaml", "big.yaml", "binary.yaml"]}
     assert codes == dict.fromkeys(codes, "script_unreadable")
     assert refusal(settings, str(settings.workspace_path / "absent.yaml")).code == "script_not_found"
+    assert refusal(settings, str(settings.workspace_path / "nul\x00.yaml")).code == "script_unreadable"
 
 
 async def test_a_conversation_naming_etc_shadow_ends_with_a_clear_agent_error(server: RunningServer) -> None:
