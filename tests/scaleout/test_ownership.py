@@ -3,6 +3,7 @@ Redis): where commands run, and that a replica never runs from an out-of-date me
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -49,6 +50,11 @@ async def test_a_replica_that_runs_a_conversation_again_reloads_what_another_did
     created = await a.client.post("/api/conversations", json={"initial_message": "first", "run": True})
     conversation_id = created.json()["id"]
     await wait_for_status(a.client, conversation_id, {"finished"})
+    # The status is recorded before the run lets go of the conversation: it goes a moment later.
+    for _ in range(100):
+        if a.runtime.loaded(conversation_id) is None:
+            break
+        await asyncio.sleep(0.02)
     assert a.runtime.loaded(conversation_id) is None  # not running: owned by nobody, not kept
     await say(b, conversation_id, "second")  # b takes it: nobody holds it
     await say(a, conversation_id, "third")  # a again: it must see b's turn
