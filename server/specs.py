@@ -95,6 +95,11 @@ class ACPAgentSpec(_Spec):
     subagent_text: bool = True
     """Ask the agent for its sub-agents' text (claude-agent-acp's ``forwardSubagentText``); it
     lands in the sub-agents' own streams, never in the parent's message."""
+    subagent_sessions: Literal["auto", "off"] = "auto"
+    """``auto``: declare the subagents RFD's ``clientCapabilities.subagents`` in ``initialize``;
+    an agent that then serves its sub-agents as child sessions gets each one mapped onto a
+    taskwire sub-agent (with its work state, and cancellable alone when it says so). ``off``:
+    never declare it (the flattened form only)."""
 
 
 ClaudePermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]

@@ -31,12 +31,14 @@ from acp.schema import (
     DeniedOutcome,
     FileSystemCapabilities,
     Implementation,
+    InitializeResponse,
     PermissionOption,
     RequestPermissionResponse,
 )
 from pydantic import ValidationError
 
 import server
+from server.acp.child_sessions import RFD_UPDATES
 from server.acp.peer_permissions import policy_answer
 from server.errors import ACPError
 
@@ -110,7 +112,9 @@ def _selected(option_id: str) -> RequestPermissionResponse:
 class ACPSession:
     """One ACP agent subprocess holding one session."""
 
-    def __init__(self, process: asyncio.subprocess.Process, label: str, *, permissions: PermissionPolicy) -> None:
+    def __init__(
+        self, process: asyncio.subprocess.Process, label: str, *, permissions: PermissionPolicy, subagent_sessions: bool = False
+    ) -> None:
         self.process = process
         self.label = label
         self.session_id = ""
@@ -130,6 +134,9 @@ class ACPSession:
         self.connection = connect_to_agent(
             _PermissionClient(permissions, self._asked), process.stdin, process.stdout, observers=[self._observe]
         )
+        self.subagent_sessions = subagent_sessions
+        if subagent_sessions:
+            _skip_rfd_updates(self.connection)
 
     # -- start ------------------------------------------------------------------------------
 
@@ -145,6 +152,7 @@ class ACPSession:
         permissions: PermissionPolicy,
         startup_timeout: float,
         session_meta: dict[str, Any] | None = None,
+        subagent_sessions: bool = False,
     ) -> ACPSession:
         """Spawn the agent and open a session. Raises ``ACPError`` (the process is gone by then)
         if it cannot be started, exits, refuses, or does not answer within ``startup_timeout``."""
@@ -162,17 +170,11 @@ class ACPSession:
             raise ACPError(f"cannot start ACP agent: command {command!r} not found", code="acp_not_found") from exc
         except OSError as exc:
             raise ACPError(f"cannot start ACP agent {label!r}: {exc.strerror or exc}", code="acp_start_failed") from exc
-        session = cls(process, label, permissions=permissions)
+        session = cls(process, label, permissions=permissions, subagent_sessions=subagent_sessions)
         step = "initialize"
         try:
             async with asyncio.timeout(startup_timeout):
-                await session.connection.initialize(
-                    protocol_version=PROTOCOL_VERSION,
-                    client_capabilities=ClientCapabilities(
-                        fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False
-                    ),
-                    client_info=Implementation(name="taskwire", version=server.__version__),
-                )
+                await session._initialize()
                 step = "session/new"
                 created = await session.connection.new_session(cwd=str(cwd), mcp_servers=[], **(session_meta or {}))
                 session.session_id = created.session_id
@@ -185,6 +187,26 @@ class ACPSession:
             await session.close()
             raise session._start_error(exc, step, startup_timeout) from exc
         return session
+
+    async def _initialize(self) -> None:
+        capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False)
+        info = Implementation(name="taskwire", version=server.__version__)
+        if not self.subagent_sessions:
+            await self.connection.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities, client_info=info)
+            return
+        # The package's ClientCapabilities has no ``subagents`` (it would be dropped): sent raw.
+        # Never a ``_meta.jetbrains.air``: claude-agent-acp would switch to JetBrains' draft.
+        params = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": {**capabilities.model_dump(by_alias=True, exclude_none=True), "subagents": {}},
+            "clientInfo": info.model_dump(by_alias=True, exclude_none=True),
+        }
+        InitializeResponse.model_validate(await self.connection._conn.send_request("initialize", params))
+
+    async def cancel_child(self, child_session_id: str) -> None:
+        """Send ``session/cancel`` naming a child session: the agent stops that child alone."""
+        with contextlib.suppress(ConnectionError, OSError):
+            await self.connection.cancel(session_id=child_session_id)
 
     async def _set_mode(self, modes: Any, wanted: str | None) -> None:
         if wanted is None or modes is None:
@@ -342,6 +364,22 @@ class ACPSession:
     def _signal_group(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, sig)
+
+
+def _skip_rfd_updates(connection: Any) -> None:
+    """Have the package skip the subagents RFD's updates (``subagent_update``, ...): its models
+    reject them and it would log an error per frame. The observer reads them raw all the same."""
+    inner = connection._conn
+    handler = inner._handler
+
+    async def handle(method: str, params: Any, is_notification: bool) -> Any:
+        if method == "session/update" and isinstance(params, dict):
+            update = params.get("update")
+            if isinstance(update, dict) and update.get("sessionUpdate") in RFD_UPDATES:
+                return None
+        return await handler(method, params, is_notification)
+
+    inner._handler = handle
 
 
 def _request_error_text(exc: RequestError) -> str:

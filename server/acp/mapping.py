@@ -60,6 +60,17 @@ class StartSubagent:
     lane: Lane
     subagent_type: str
     description: str
+    cwd: str | None = None
+    """Its own working folder, when the peer says it differs from the parent's."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentWorkState:
+    """The sub-agent of ``tool_call_id`` reports its work state (``work_state`` value:
+    ``{"state": running|requires_action|idle|unknown, "stop_reason"?, "error"?}``)."""
+
+    tool_call_id: str
+    value: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +83,7 @@ class FinishSubagent:
     usage: Usage | None = None
 
 
-Action = Union[Emit, StartSubagent, FinishSubagent]
+Action = Union[Emit, StartSubagent, FinishSubagent, SubagentWorkState]
 
 
 @dataclass(slots=True)

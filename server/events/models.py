@@ -199,6 +199,9 @@ class SubagentStartedEvent(Event):
     """The sub-agent type's name."""
     description: str = ""
     """The short description the spawning call gave."""
+    cwd: str | None = None
+    """The folder it works in, when its agent says it is not its parent's (a Claude Code
+    sub-agent in its own worktree); omitted otherwise."""
     parent_subagent_id: str | None = None
     """The sub-agent that spawned this one; omitted for a sub-agent of the root."""
     label: str | None = None

@@ -270,9 +270,11 @@ class ConversationHost:
         description: str,
         agent: dict[str, Any] | None = None,
         managed: bool = False,
+        cwd: str | None = None,
     ) -> ConversationHost:
         """A child conversation for a sub-agent; ``managed``: taskwire's task manager runs it
-        (so it can be cancelled even before its run task exists), not a peer agent."""
+        (so it can be cancelled even before its run task exists), not a peer agent; ``cwd``: the
+        folder a peer's sub-agent works in, when it is not the parent's."""
         record = ConversationRecord(
             id=new_id(),
             root_id=self.root_id,
@@ -307,6 +309,7 @@ class ConversationHost:
                 SubagentStartedEvent(
                     subagent_type=subagent_type,
                     description=description,
+                    cwd=cwd,
                     parent_subagent_id=self.conversation_id if self.is_subagent else None,
                     label=record.label,
                 )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from server.errors import BackendError, BadRequest, SubagentNotFound, Unavailable
 from server.runtime.ownership import owned
 from server.runtime.tree import subagent_entries
+from server.runtime.work_state import add_work_states
 from server.store import ConversationRecord, Store
 
 if TYPE_CHECKING:
@@ -30,10 +31,13 @@ class SubagentCommands:
         raise NotImplementedError
 
     async def subagents(self, conversation_id: str) -> list[dict[str, Any]]:
-        """The tree below ``conversation_id``, flat: one entry per sub-agent."""
+        """The tree below ``conversation_id``, flat: one entry per sub-agent, with its current
+        ``work_state``."""
         record = await self.get(conversation_id)
         tree = await self.store.tree(record.root_id)
-        return await subagent_entries(self.store, tree, under=record.id)
+        entries = await subagent_entries(self.store, tree, under=record.id)
+        await add_work_states(self.store, record.root_id, entries)
+        return entries
 
     @owned
     async def cancel_subagent(self, conversation_id: str, subagent_id: str) -> None:

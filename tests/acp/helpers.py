@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from server.acp.child_sessions import ChildSessions
 from server.acp.mapping import Action, Emit, SessionMapper
 from server.events import ACPToolCallEvent, Event
 from tests.api.helpers import all_events
@@ -73,18 +74,23 @@ def replay(path: Path = FIXTURE) -> tuple[list[Action], SessionMapper]:
     mapper = SessionMapper()
     mapper.begin_turn()
     actions: list[Action] = []
-    for line in path.read_text().splitlines():
-        entry = json.loads(line)
-        message = entry["msg"]
-        if entry["dir"] != "agent->client":
-            continue
+    for message, result in _agent_messages(path):
         if message.get("method") == "session/update":
             actions += mapper.receive_update(message["params"]["update"])
         elif message.get("method") == "session/request_permission":
             actions += mapper.receive_permission_request(message["params"])
-        elif "stopReason" in (message.get("result") or {}):
+        elif "stopReason" in result:
             actions += mapper.end_turn().actions
     return actions, mapper
+
+
+def _agent_messages(path: Path) -> Iterable[tuple[dict[str, Any], dict[str, Any]]]:
+    """What the agent sent in a recorded transcript, each with its ``result`` (``{}`` if none)."""
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["dir"] == "agent->client":
+            result = entry["msg"].get("result")
+            yield entry["msg"], result if isinstance(result, dict) else {}
 
 
 # -- assertions and event lists -----------------------------------------------------------
@@ -152,3 +158,27 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except (OSError, IndexError):
         return False
+
+
+NATIVE_FIXTURE = HERE / "fixtures" / "native_two_subagents.acp.jsonl"
+NATIVE_CANCEL_FIXTURE = HERE / "fixtures" / "native_cancel_child.acp.jsonl"
+
+
+def replay_native(path: Path = NATIVE_FIXTURE) -> tuple[list[Action], ChildSessions]:
+    """Feed a recorded transcript through ``ChildSessions`` (and its mapper), in wire order, as
+    the backend does: every ``session/update``'s params, every permission request's."""
+    mapper = SessionMapper()
+    children = ChildSessions(mapper)
+    mapper.begin_turn()
+    actions: list[Action] = []
+    for message, result in _agent_messages(path):
+        if "sessionId" in result and "modes" in result:
+            children.root_session_id = result["sessionId"]
+        if message.get("method") == "session/update":
+            actions += children.receive(message["params"])
+        elif message.get("method") == "session/request_permission":
+            actions += children.receive_permission(message["params"])
+        elif "stopReason" in result:
+            actions += children.end_turn()
+            actions += mapper.end_turn().actions
+    return actions, children

@@ -20,18 +20,20 @@ agent that exits, resolves the requests still waiting ``cancelled`` first.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from server.acp.child_sessions import ChildSessions
 from server.acp.client import ACPSession, Incoming
-from server.acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, turn_usage
+from server.acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, SubagentWorkState, turn_usage
 from server.acp.peer_permissions import asked_permission, peer_answer, policy_answer
 from server.environment import peer_environment
 from server.errors import ACPError
-from server.events import Event
+from server.events import ConversationStateUpdateEvent, Event
 from server.runtime.agent_types import PROJECT_ROOT
 from server.runtime.backends.base import AgentHost
 from server.specs import ACPAgentSpec
@@ -67,10 +69,13 @@ class ACPBackend:
         self.cwd = cwd
         self._session: ACPSession | None = None
         self._mapper = SessionMapper()
+        self._children = ChildSessions(self._mapper)
+        """The subagents RFD's child sessions, folded into the mapper's input."""
         self._subagents: dict[str, tuple[AgentHost, AgentHost]] = {}
         """Agent call id -> (its sub-agent's host, the host that started it)."""
-        self._asks: set[asyncio.Task[None]] = set()
-        """Permission requests waiting for a person (``permissions: "ask"``)."""
+        self._asks: dict[asyncio.Task[None], str | None] = {}
+        """Permission requests waiting for a person (``permissions: "ask"``), with the lane
+        (Agent call id) of the call that asks."""
 
     @classmethod
     def from_spec(cls, agent: dict[str, Any], host: AgentHost) -> ACPBackend:
@@ -162,6 +167,7 @@ class ACPBackend:
         error = await session.prompt_error(prompt)
         if error is not None:
             await self.drop_asks(error.detail)
+            await self.apply(host, self._children.end_turn())
             await self.apply(host, self._mapper.abort_turn(CloseReason.FAILED).actions)
             if error.code == "acp_crashed":
                 await self.discard_session()
@@ -169,6 +175,7 @@ class ACPBackend:
         usage = turn_usage(session.last_prompt_result)
         if usage is not None:
             await host.add_usage(usage)
+        await self.apply(host, self._children.end_turn())
         end = self._mapper.end_turn()
         await self.apply(host, end.actions)
         if end.incomplete:
@@ -189,6 +196,10 @@ class ACPBackend:
         await self.drop_asks(note or reason.value)
         if reason is not CloseReason.TIMEOUT and session.alive:
             try:
+                # Background children outlive a parent's cancel in the RFD: each is stopped too.
+                for child in self._children.live():
+                    if child.cancellable:
+                        await asyncio.wait_for(session.cancel_child(child.session_id), CANCEL_GRACE)
                 await asyncio.wait_for(session.cancel(), CANCEL_GRACE)
                 await self.await_prompt(host, session, prompt, CANCEL_GRACE)
             except TimeoutError:
@@ -197,6 +208,7 @@ class ACPBackend:
             late = session.drain()
             unanswered(late)
             await self.apply(host, [a for item in late for a in self.map(item)])
+        await self.apply(host, self._children.end_turn())
         await self.apply(host, self._mapper.abort_turn(reason).actions)
         if not prompt.done() or not session.alive:
             await self.discard_session()
@@ -215,10 +227,9 @@ class ACPBackend:
 
     def map(self, item: Incoming) -> list[Action]:
         if item.kind == "update":
-            update = item.payload.get("update")
-            return self._mapper.receive_update(update) if isinstance(update, dict) else []
+            return self._children.receive(item.payload)
         if item.kind == "permission":
-            return self._mapper.receive_permission_request(item.payload)
+            return self._children.receive_permission(item.payload)
         return []
 
     async def apply(self, host: AgentHost, actions: list[Action]) -> None:
@@ -229,9 +240,16 @@ class ACPBackend:
             elif isinstance(action, StartSubagent):
                 parent = self.lane_host(host, action.lane)
                 child = await parent.start_subagent(
-                    action.tool_call_id, subagent_type=action.subagent_type, description=action.description
+                    action.tool_call_id, subagent_type=action.subagent_type, description=action.description, cwd=action.cwd
                 )
                 self._subagents[action.tool_call_id] = (child, parent)
+                session = self._children.child_of_launch(action.tool_call_id)
+                if session is not None and session.cancellable:
+                    child.stop_hook = functools.partial(self.cancel_child, action.tool_call_id)
+            elif isinstance(action, SubagentWorkState):
+                if action.tool_call_id in self._subagents:
+                    state = ConversationStateUpdateEvent(key="work_state", value=action.value, parent_tool_use_id=action.tool_call_id)
+                    await self.emit(host, state)
             elif action.tool_call_id in self._subagents:
                 child, parent = self._subagents[action.tool_call_id]
                 if action.usage is not None:
@@ -262,8 +280,10 @@ class ACPBackend:
     def ask(self, host: AgentHost, item: Incoming) -> None:
         """Ask a person about ``item`` (a ``permission`` item), in a task of its own."""
         task = asyncio.create_task(self._ask(host, item), name="acp permission request")
-        self._asks.add(task)
-        task.add_done_callback(self._asks.discard)
+        tool_call = item.payload.get("toolCall")
+        call = self._mapper.call(tool_call.get("toolCallId") if isinstance(tool_call, dict) else None)
+        self._asks[task] = call.parent if call is not None else None
+        task.add_done_callback(lambda done: self._asks.pop(done, None))
 
     async def _ask(self, host: AgentHost, item: Incoming) -> None:
         assert item.answer is not None
@@ -291,14 +311,24 @@ class ACPBackend:
             if not item.answer.done():
                 item.answer.set_result(option_id)
 
-    async def drop_asks(self, reason: str) -> None:
-        """Resolve every request still waiting ``cancelled`` (with ``reason``); the peer gets a
-        cancelled outcome."""
-        asks = list(self._asks)
+    async def drop_asks(self, reason: str, *, lane: str | None = None) -> None:
+        """Resolve every request still waiting ``cancelled`` (with ``reason``), or (``lane``)
+        those of that sub-agent; the peer gets a cancelled outcome."""
+        asks = [task for task, of in self._asks.items() if lane is None or of == lane]
         for task in asks:
             task.cancel(reason)
         if asks:
             await asyncio.gather(*asks, return_exceptions=True)
+
+    async def cancel_child(self, launch_id: str) -> None:
+        """Stop the child session launched by ``launch_id`` alone (``session/cancel`` naming it):
+        its waiting requests resolve ``cancelled``; it reports its end, its siblings go on."""
+        child = self._children.child_of_launch(launch_id)
+        session = self._session
+        if child is None or session is None or not session.alive:
+            raise ACPError("the ACP agent's session for this sub-agent is gone", code="acp_cancel_failed")
+        await self.drop_asks("the sub-agent was cancelled", lane=launch_id)
+        await session.cancel_child(child.session_id)
 
     # -- the session ------------------------------------------------------------------------
 
@@ -316,7 +346,9 @@ class ACPBackend:
             permissions="ask" if self.asks else self.spec.permissions,
             startup_timeout=self.spec.startup_timeout,
             session_meta=CLAUDE_SUBAGENT_TEXT if self.spec.subagent_text else None,
+            subagent_sessions=self.spec.subagent_sessions == "auto",
         )
+        self._children.root_session_id = self._session.session_id
         return self._session
 
     async def discard_session(self) -> None:

@@ -60,11 +60,13 @@ class AgentHost(Protocol):
         subagent_type: str,
         description: str,
         agent: dict[str, Any] | None = None,
+        cwd: str | None = None,
     ) -> AgentHost:
         """A child conversation for a sub-agent spawned by ``parent_tool_use_id`` (a tool call of
         this conversation). Emits its ``SubagentStartedEvent``. Its events are stamped with
         ``parent_tool_use_id`` and its id, stored in its own stream, and forwarded to the root's
-        socket when ``OH_FORWARD_SUBAGENT_EVENTS`` is on."""
+        socket when ``OH_FORWARD_SUBAGENT_EVENTS`` is on. ``cwd``: the folder a peer's
+        sub-agent works in, when the peer says it differs from this conversation's."""
         ...
 
     async def finish_subagent(

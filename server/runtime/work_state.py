@@ -1,0 +1,65 @@
+"""What each sub-agent of a tree is doing now: its ``work_state``, for ``GET .../subagents``
+and ``full_state``.
+
+A peer that reports work states (an ACP agent serving its sub-agents as child sessions) has
+them stored as ``ConversationStateUpdateEvent`` ``key=work_state`` in the sub-agent's stream;
+the last one is current. For every other sub-agent it is derived from the record and the
+tree's permission ledger: ``running`` while it runs, ``requires_action`` while one of its
+permission requests waits, ``idle`` with the stop reason of its end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.events import parse_event
+from server.runtime.permissions import read_ledger
+from server.store import EventQuery, Store
+
+WORK_STATE_KEY = "work_state"
+SCAN_PAGES = 5
+"""Pages of a sub-agent's state events read back (newest first) looking for its last report."""
+
+_STOP_REASONS = {"completed": "end_turn", "cancelled": "cancelled", "error": "error"}
+
+
+async def reported_state(store: Store, root_id: str, subagent_id: str) -> dict[str, Any] | None:
+    """The last ``work_state`` stored in ``subagent_id``'s stream, if its peer reported any."""
+    query = EventQuery(root_id=root_id, conversation_ids=[subagent_id], kinds=["ConversationStateUpdateEvent"])
+    page_id = None
+    for _ in range(SCAN_PAGES):
+        page = await store.search(query, limit=100, page_id=page_id, order="TIMESTAMP_DESC")
+        for record in page.items:
+            event = parse_event(record.json)
+            if getattr(event, "key", None) == WORK_STATE_KEY and isinstance(event.value, dict):  # type: ignore[attr-defined]
+                return event.value  # type: ignore[attr-defined]
+        page_id = page.next_page_id
+        if page_id is None:
+            return None
+    return None
+
+
+def derived_state(entry: dict[str, Any], waiting: bool) -> dict[str, Any]:
+    """A sub-agent's work state from its record: its status, and whether a request waits."""
+    status = entry["status"]
+    if status == "running":
+        return {"state": "requires_action" if waiting else "running"}
+    state: dict[str, Any] = {"state": "idle", "stop_reason": _STOP_REASONS.get(status, "end_turn")}
+    if status == "error" and entry.get("result"):
+        state["error"] = entry["result"]
+    return state
+
+
+async def add_work_states(store: Store, root_id: str, entries: list[dict[str, Any]]) -> None:
+    """Set ``work_state`` on each ``subagent_entries`` entry."""
+    if not entries:
+        return
+    ledger = await read_ledger(store, root_id, [e["subagent_id"] for e in entries])
+    waiting = {entry.request.subagent_id for entry in ledger.pending()}
+    for entry in entries:
+        derived = derived_state(entry, entry["subagent_id"] in waiting)
+        reported = await reported_state(store, root_id, entry["subagent_id"])
+        if reported is None or (derived["state"] == "idle" and reported.get("state") != "idle"):
+            entry["work_state"] = derived  # nothing reported, or it ended after its last report
+        else:
+            entry["work_state"] = reported
