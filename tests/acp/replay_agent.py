@@ -10,7 +10,8 @@ method the transcript never saw gets an empty result; notifications from the cli
 A request the agent made in the recording (``session/request_permission``) is sent, and the
 replay waits for the client's answer to it before going on, as the real agent did; each answer
 is appended to ``$REPLAY_ANSWERS`` (one JSON line: the request's id and the client's result),
-so a test can check what the peer received. Its pid goes to ``$FAKE_AGENT_PID_FILE`` (if set),
+so a test can check what the peer received. Every request and notification the client sends
+is appended to ``$REPLAY_REQUESTS`` (if set), one JSON line each. Its pid goes to ``$FAKE_AGENT_PID_FILE`` (if set),
 so a test can kill it while a request waits.
 """
 
@@ -46,11 +47,16 @@ class Replay:
         self.held: deque[dict[str, Any]] = deque()
         """Client requests read while waiting for an answer, served next."""
         self.answers = os.environ.get("REPLAY_ANSWERS")
+        self.requests = os.environ.get("REPLAY_REQUESTS")
 
     def read(self) -> dict[str, Any] | None:
         for line in self.lines:
             if line.strip():
-                return json.loads(line)
+                message = json.loads(line)
+                if self.requests and "method" in message:
+                    with open(self.requests, "a") as out:
+                        out.write(json.dumps(message) + "\n")
+                return message
         return None
 
     def send(self, message: dict[str, Any]) -> None:
