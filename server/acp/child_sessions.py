@@ -32,6 +32,8 @@ from server.acp.toolcalls import parent_of, text_of
 log = logging.getLogger(__name__)
 
 RFD_UPDATES = frozenset({"subagent_update", "session_message", "session_message_chunk"})
+PARENT_MOVES = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update"})
+"""The parent's own frames that say it went on: an answer still awaited will not come now."""
 """``sessionUpdate`` kinds of the subagents RFD (the Python ACP package knows none of them)."""
 HELD_LIMIT = 2000
 """Most frames held for one child session that cannot be placed yet."""
@@ -55,6 +57,9 @@ class Child:
     """``L``: the Agent call that launched it, once known."""
     prompt: str | None = None
     reply: str | None = None
+    said: str = ""
+    """Its last message's text so far (the answer, if no reply message comes)."""
+    said_id: Any = None
     ended: bool = False
     """Its end state came; the synthesized call closes at the reply (or the next other frame)."""
     closed: bool = False
@@ -124,7 +129,8 @@ class ChildSessions:
         if kind == "session_message_chunk":
             return []  # claude-agent-acp never sends them; the whole message follows anyway
         if on_root:
-            self._flush_ended(actions, but=None)
+            if kind in PARENT_MOVES:
+                self._flush_ended(actions, but=None, waiting_replies=True)
             actions.extend(self.mapper.receive_update(update))
             return actions
         return self._child_frame("update", str(session_id), update)
@@ -140,7 +146,7 @@ class ChildSessions:
     def end_turn(self) -> list[Action]:
         """The turn ends: close the calls of children that ended, place or report held frames."""
         actions: list[Action] = []
-        self._flush_ended(actions, but=None)
+        self._flush_ended(actions, but=None, waiting_replies=True)
         for pending in [*self._unplaced.values(), *(c for c in self.children.values() if c.held)]:
             held, pending.held = pending.held, []
             for kind, payload in held:
@@ -229,8 +235,10 @@ class ChildSessions:
 
     def _child_frame(self, kind: Literal["update", "permission"], session_id: str, payload: dict[str, Any]) -> list[Action]:
         actions: list[Action] = []
-        self._flush_ended(actions, but=session_id)
+        self._flush_ended(actions, but=session_id, waiting_replies=False)
         child = self.children.get(session_id)
+        if child is not None and kind == "update" and payload.get("sessionUpdate") == "agent_message_chunk":
+            self._said(child, payload)
         if child is None:
             pending = self._unplaced.setdefault(session_id, Child(session_id))
             self._hold(pending, kind, payload)
@@ -319,23 +327,33 @@ class ChildSessions:
             "_meta": {"claudeCode": {"toolName": "Agent"}},
         }
 
-    def _flush_ended(self, actions: list[Action], *, but: str | None) -> None:
-        """Close the calls of children that ended and whose answer did not come right after."""
+    def _said(self, child: Child, update: dict[str, Any]) -> None:
+        message_id = update.get("messageId")
+        if message_id != child.said_id:
+            child.said, child.said_id = "", message_id
+        child.said += text_of(update.get("content"))
+
+    def _flush_ended(self, actions: list[Action], *, but: str | None, waiting_replies: bool) -> None:
+        """Close the calls of children that ended: those that answer nobody (cancelled, failed)
+        at the next frame of another session; those whose reply is awaited (``end_turn``) only
+        once ``waiting_replies`` says it will not come (the parent went on, the turn ended)."""
         for child in list(self.children.values()):
-            if child.ended and not child.closed and child.launch_id is not None and child.session_id != but:
+            if not child.ended or child.closed or child.launch_id is None or child.session_id == but:
+                continue
+            if waiting_replies or child.state.get("stop_reason") not in (None, "end_turn"):
                 self._close(child, actions)
 
     def _close(self, child: Child, actions: list[Action]) -> None:
         child.closed = True
         reason = child.state.get("stop_reason")
         status = _END_STATUS.get(reason, "completed" if reason is None else "failed")
-        text = child.reply or (child.state.get("error") if status == "failed" else None)
+        text = child.reply or (child.state.get("error") if status == "failed" else None) or child.said.strip()
         update: dict[str, Any] = {
             "sessionUpdate": "tool_call_update",
             "toolCallId": child.launch_id,
             "status": status,
             "_meta": {"claudeCode": {"toolName": "Agent"}},
         }
-        if text:
-            update["content"] = [{"type": "content", "content": {"type": "text", "text": text}}]
+        # The answer replaces the prompt the synthesized call showed (as the flattened form does).
+        update["content"] = [{"type": "content", "content": {"type": "text", "text": text}}] if text else []
         actions.extend(self.mapper.receive_update(update))

@@ -11,16 +11,19 @@ import pytest
 from server.acp.child_sessions import ChildSessions
 from server.acp.mapping import Action, FinishSubagent, SessionMapper, StartSubagent, SubagentWorkState
 from server.events import ACPToolCallEvent, MessageEvent
-from tests.acp.helpers import FIXTURE, NATIVE_CANCEL_FIXTURE, emitted, replay, replay_native, tool_events
+from server.acp.toolcalls import text_of
+from tests.acp.helpers import FIXTURE, HERE, NATIVE_CANCEL_FIXTURE, emitted, replay, replay_native, tool_events
 
 AGENT_A, AGENT_B = "toolu_main_1_1_0007", "toolu_main_1_2_0008"
 ROOT = "root-session"
+FIXTURES = HERE / "fixtures"
 
 
 def tree_of(actions: list[Action]) -> dict[str, Any]:
     """What a consumer sees of a turn, ids of the main agent's own calls aside: the sub-agents,
     their calls and messages, the Agent calls' last state, the main agent's message."""
     calls = {e.tool_call_id: e for e in tool_events(actions)}
+    launches = {a.tool_call_id for a in actions if isinstance(a, StartSubagent)}
 
     def shown(event: ACPToolCallEvent) -> dict[str, Any]:
         return {"title": event.title, "status": event.status, "kind": event.tool_kind, "is_error": event.is_error,
@@ -31,8 +34,8 @@ def tree_of(actions: list[Action]) -> dict[str, Any]:
         "finished": sorted((a.tool_call_id, a.status, a.result) for a in actions if isinstance(a, FinishSubagent)),
         "subagent_calls": {k: shown(v) for k, v in calls.items() if v.parent_tool_use_id is not None},
         "agent_calls": {k: {**shown(v), "prompt": v.raw_input.get("prompt"), "type": v.raw_input.get("subagent_type"),
-                            "description": v.raw_input.get("description")} for k, v in calls.items() if k in (AGENT_A, AGENT_B)},
-        "main_calls": sorted((v.title, v.status) for k, v in calls.items() if v.parent_tool_use_id is None and k not in (AGENT_A, AGENT_B)),
+                            "description": v.raw_input.get("description")} for k, v in calls.items() if k in launches},
+        "main_calls": sorted((v.title, v.status) for k, v in calls.items() if v.parent_tool_use_id is None and k not in launches),
         # The flattened recording did not ask for sub-agents' own text (the child-session form
         # always sends it): the prompts and the main agent's message are compared.
         "messages": [(e.role, e.parent_tool_use_id, e.content) for e in emitted(actions)
@@ -85,6 +88,25 @@ def test_child_sessions_make_the_same_tree_as_the_flattened_form() -> None:
         assert {k: ours[k] for k in ("title", "status", "kind", "is_error", "parent", "prompt", "type", "description")} == \
             {k: theirs[k] for k in ("title", "status", "kind", "is_error", "parent", "prompt", "type", "description")}
         assert ours["content"] == theirs["content"]
+
+
+def test_the_real_three_subagent_runs_make_the_same_tree_in_both_forms() -> None:
+    native, children = replay_native(FIXTURES / "real_three_subagents_auto.acp.jsonl")
+    flattened, _ = replay(FIXTURES / "real_three_subagents_off.acp.jsonl")
+    assert len(children.children) == 3
+    ours, theirs = tree_of(native), tree_of(flattened)
+    for calls in (ours["agent_calls"], theirs["agent_calls"]):  # one answer, split in blocks or not
+        for call in calls.values():
+            call["content"] = text_of(call["content"])
+    assert ours == theirs
+
+
+def test_the_real_cancel_of_one_of_three_ends_only_that_one() -> None:
+    actions, children = replay_native(FIXTURES / "real_cancel_one.acp.jsonl")
+    finished = {a.tool_call_id: a.status for a in actions if isinstance(a, FinishSubagent)}
+    assert sorted(finished.values()) == ["cancelled", "completed", "completed"]
+    cancelled = next(k for k, v in finished.items() if v == "cancelled")
+    assert states(actions, cancelled)[-1] == {"state": "idle", "stop_reason": "cancelled"}
 
 
 def test_each_child_reports_running_then_idle_end_turn() -> None:
