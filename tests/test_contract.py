@@ -21,7 +21,7 @@ EVENT_FIELDS = {
     "AgentErrorEvent": {"error", "code", "tool_call_id"},
     "StreamingDeltaEvent": {"content", "channel"},
     "ConversationStateUpdateEvent": {"key", "value"},
-    "SubagentStartedEvent": {"subagent_type", "description", "parent_subagent_id", "label"},
+    "SubagentStartedEvent": {"subagent_type", "description", "parent_subagent_id", "label", "cwd"},
     "SubagentFinishedEvent": {"status", "result", "usage"},
     "ACPToolCallEvent": {"tool_call_id", "title", "status", "tool_kind", "raw_input", "raw_output", "content", "is_error"},
     "PermissionRequestEvent": {"request_id", "tool_call_id", "tool_name", "title", "arguments", "options", "reason"},

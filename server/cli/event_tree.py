@@ -82,6 +82,12 @@ def _draw_subagent(node: RichTree, sub: Subagent, live: bool) -> None:
         (sub.label + " " if sub.label else "", "dim"), sub.description or sub.subagent_id[:8], "  ",
         (shown, _SUBAGENT_STYLES.get(sub.status, "")), "  ", (usage_text(sub.usage), "dim"),
     )
+    if sub.work_state and sub.work_state.get("state") == "requires_action":
+        label.append("  ⏸ waiting for you", style="bold magenta")
+    elif sub.work_state and sub.status not in SUBAGENT_ENDS and sub.work_state.get("state") != "running":
+        label.append(f"  [{sub.work_state['state']}]", style="dim")
+    if sub.cwd:
+        label.append(f"  in {sub.cwd}", style="dim")
     if live and sub.status in SUBAGENT_ENDS:
         label.append(f"  ({len(sub.steps)} steps)", style="dim")
         node.add(label)

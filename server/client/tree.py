@@ -93,6 +93,10 @@ class Subagent:
     """``running``, then ``completed``, ``error`` or ``cancelled``."""
     result: str = ""
     usage: Usage | None = None
+    work_state: dict[str, Any] | None = None
+    """What it is doing now (``{"state": running|requires_action|idle|unknown, ...}``), once known."""
+    cwd: str | None = None
+    """Its own folder, when its agent said it is not its parent's."""
     steps: list[Step] = field(default_factory=list)
     call: ToolCall | None = field(default=None, repr=False)
     """The call that spawned it, once that has arrived."""
@@ -106,6 +110,10 @@ class Subagent:
         for name in ("subagent_type", "description", "label", "result"):
             if info.get(name):
                 setattr(self, name, info[name])
+        if isinstance(info.get("work_state"), dict):
+            self.work_state = info["work_state"]
+        if info.get("cwd"):
+            self.cwd = info["cwd"]
         if info.get("parent_subagent_id") and not self.parent_subagent_id:
             self.parent_subagent_id = info["parent_subagent_id"]
         if info.get("status") and self.status not in SUBAGENT_ENDS:
@@ -243,6 +251,9 @@ class Tree:
             self.status = status
         elif event.key == "pending_permissions" and owner is None and isinstance(event.value, list):
             self.pending_permissions = list(event.value)
+        elif event.key == "work_state" and owner is not None and isinstance(event.value, dict):
+            owner.update({"work_state": event.value})
+            return owner
         elif event.key == "usage" and isinstance(event.value, dict):
             if owner is None:
                 self.usage = _usage(event.value)

@@ -1,9 +1,19 @@
-// A sub-agent card: its type, description, status and token usage, a cancel button while it
-// runs, and its own timeline (which may hold the cards of its own sub-agents).
+// A sub-agent card: its type, description, status, work state and token usage, its folder when
+// it works in its own, a cancel button while it runs, and its own timeline (which may hold the
+// cards of its own sub-agents).
 
 import { clip, h, statusLabel, usageText } from "./dom.js";
 
 const TERMINAL = new Set(["completed", "error", "cancelled"]);
+
+/** A work_state value as the card shows it: "running", "waiting for you", "idle · cancelled". */
+export function workStateText(workState) {
+  if (!workState?.state) return "";
+  if (workState.state === "requires_action") return "waiting for you";
+  const reason = workState.stop_reason ? ` · ${workState.stop_reason}` : "";
+  const error = workState.error ? `: ${clip(workState.error, 200)}` : "";
+  return `${workState.state}${reason}${error}`;
+}
 
 function usageTotal(usage) {
   return usage ? (usage.input_tokens || 0) + (usage.output_tokens || 0) + (usage.llm_calls || 0) : -1;
@@ -30,6 +40,8 @@ export class SubagentCard {
     this.descriptionEl = h("span", { class: "subagent-description" });
     this.statusEl = h("span", { class: "badge", text: "running" });
     this.usageEl = h("span", { class: "usage" });
+    this.workEl = h("span", { class: "work-state", "aria-label": "work state" });
+    this.cwdEl = h("div", { class: "subagent-cwd", hidden: true });
     this.toggleEl = h("button", {
       type: "button", class: "toggle", "aria-expanded": "true", title: "Collapse",
       onclick: () => this.setExpanded(this.toggleEl.getAttribute("aria-expanded") !== "true"),
@@ -45,9 +57,9 @@ export class SubagentCard {
       "section",
       { class: "card", dataset: { subagentId, status: "running" }, "aria-label": "sub-agent" },
       h("header", { class: "card-head" },
-        this.toggleEl, this.typeEl, this.labelEl, this.descriptionEl, this.statusEl, this.usageEl,
+        this.toggleEl, this.typeEl, this.labelEl, this.descriptionEl, this.statusEl, this.workEl, this.usageEl,
         h("span", { class: "card-actions" }, this.followEl, this.cancelEl)),
-      h("div", { class: "card-body" }, this.timeline, this.resultEl),
+      h("div", { class: "card-body" }, this.cwdEl, this.timeline, this.resultEl),
     );
     this.body = this.el.querySelector(".card-body");
   }
@@ -58,7 +70,7 @@ export class SubagentCard {
 
   /** Take what is known about the sub-agent (a SubagentStartedEvent, a tree entry...). Status
    * only moves forward (running to an end) and usage only grows, so a stale answer is harmless. */
-  update({ subagent_type, description, label, status, usage, result } = {}) {
+  update({ subagent_type, description, label, status, usage, result, work_state, cwd } = {}) {
     if (subagent_type) this.typeEl.textContent = subagent_type;
     if (label) this.labelEl.textContent = label;
     if (description) {
@@ -67,6 +79,14 @@ export class SubagentCard {
       this.el.setAttribute("aria-label", `sub-agent: ${description}`);
     }
     if (status && this.running && status !== this.status) this.setStatus(status);
+    if (work_state?.state) {
+      this.workEl.textContent = workStateText(work_state);
+      this.el.dataset.workState = work_state.state;
+    }
+    if (cwd) {
+      this.cwdEl.hidden = false;
+      this.cwdEl.textContent = `in ${cwd}`;
+    }
     if (usage && usageTotal(usage) >= usageTotal(this.usage)) {
       this.usage = usage;
       this.usageEl.textContent = usageText(usage);

@@ -184,6 +184,7 @@ export class ConversationView {
     if (item.kind === "ConversationStateUpdateEvent") {
       if (item.key === "status" && item.subagent_id == null) this.setStatus(item.value);
       if (item.key === "usage") this.applyUsage(item.subagent_id, item.value);
+      if (item.key === "work_state" && item.subagent_id) this.timeline.cards.get(item.subagent_id)?.update({ work_state: item.value });
       if (item.key === "pending_permissions" && item.subagent_id == null) this.desk.apply(item.value ?? []);
     }
     // With forwarding off, sub-agents' events never arrive: ask for their cards now and then.
