@@ -98,6 +98,8 @@ class ChildSessions:
         self._by_launch: dict[str, Child] = {}
         self._unplaced: dict[str, Child] = {}
         """Sessions that sent frames before any announcement, by session id."""
+        self._ending: dict[str, Child] = {}
+        """Children that ended whose launch is not closed yet (checked at every frame)."""
 
     @property
     def active(self) -> bool:
@@ -190,6 +192,8 @@ class ChildSessions:
                 return []
             child.state = state
             child.ended = state["state"] == "idle"
+            if child.ended:
+                self._ending[child_id] = child
             if child.launch_id is not None:
                 actions.append(SubagentWorkState(child.launch_id, state))
         if announcing:
@@ -337,14 +341,15 @@ class ChildSessions:
         """Close the calls of children that ended: those that answer nobody (cancelled, failed)
         at the next frame of another session; those whose reply is awaited (``end_turn``) only
         once ``waiting_replies`` says it will not come (the parent went on, the turn ended)."""
-        for child in list(self.children.values()):
-            if not child.ended or child.closed or child.launch_id is None or child.session_id == but:
+        for child in list(self._ending.values()):
+            if child.closed or child.launch_id is None or child.session_id == but:
                 continue
             if waiting_replies or child.state.get("stop_reason") not in (None, "end_turn"):
                 self._close(child, actions)
 
     def _close(self, child: Child, actions: list[Action]) -> None:
         child.closed = True
+        self._ending.pop(child.session_id, None)
         reason = child.state.get("stop_reason")
         status = _END_STATUS.get(reason, "completed" if reason is None else "failed")
         text = child.reply or (child.state.get("error") if status == "failed" else None) or child.said.strip()
