@@ -12,28 +12,13 @@ naming a child: that child reports ``idle``/``cancelled`` at once, and the other
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from typing import Any
 
+from acp_permission_peer import read, send, update  # the same bare JSON-RPC over stdio
+
 ROOT = "bench-root"
-
-
-def send(message: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-
-
-def update(session_id: str, body: dict[str, Any]) -> None:
-    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": body}})
-
-
-def read() -> dict[str, Any] | None:
-    for line in sys.stdin:
-        if line.strip():
-            return json.loads(line)
-    return None
 
 
 def state(child: str, value: dict[str, Any]) -> None:
