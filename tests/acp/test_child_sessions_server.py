@@ -17,6 +17,8 @@ from tests.servers import RunningServer, wait_for_status
 REPLAY_AGENT = HERE / "replay_agent.py"
 AGENT_A, AGENT_B = "toolu_main_1_1_0007", "toolu_main_1_2_0008"
 CHILD_A = "a2da4179b8d2a793d"
+ROOT_SESSION = "7f97bfca-117f-4c13-8a90-ae7f89b37630"
+"""The recorded session ids (the replay answers ``session/new`` as recorded)."""
 
 
 def replayed(tmp_path: Path, recording: Path, **overrides: Any) -> dict[str, Any]:
@@ -121,3 +123,19 @@ async def test_a_child_without_the_cancel_capability_is_not_cancellable(forwardi
     [from_a] = await wait_pending(server, cid, 1)
     await answer(server, cid, from_a["request_id"], option_id="allow-once")
     assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "finished"
+
+
+async def test_interrupting_the_conversation_cancels_each_live_child_then_the_root(forwarding_server: RunningServer, tmp_path: Path) -> None:
+    server = forwarding_server
+    cid = (await create(server, agent=replayed(tmp_path, NATIVE_CANCEL_FIXTURE, permissions="ask"), initial_message="go"))["id"]
+    [from_b] = await wait_pending(server, cid, 1)
+    assert (await server.client.post(f"/api/conversations/{cid}/interrupt")).status_code == 200
+    assert (await wait_for_status(server.client, cid, {"paused", "finished", "error"}))["status"] == "paused"
+    # Both children were live and cancellable: each got its own session/cancel, before the root's.
+    cancels = [c["sessionId"] for c in sent(tmp_path, "session/cancel")]
+    assert sorted(cancels[:2]) == sorted([CHILD_A, "a3ee76a5e6b1f8085"]) and cancels[2:] == [ROOT_SESSION]
+    resolved = {e["request_id"]: e for e in await pending(server, cid, status="all")}
+    assert resolved[from_b["request_id"]]["status"] == "cancelled"
+    listed = await subagents(server, cid)
+    assert {s["status"] for s in listed.values()} <= {"cancelled", "completed"}
+    assert all(s["work_state"]["state"] == "idle" for s in listed.values())
