@@ -11,7 +11,8 @@ from typing import Any
 
 from tests.acp.helpers import NATIVE_CANCEL_FIXTURE, NATIVE_FIXTURE, HERE, assert_stamped, last_per_call
 from tests.api.helpers import all_events, create
-from tests.permissions.helpers import answer, pending, reading, wait_pending
+from tests.api.socket_client import next_frame, open_socket
+from tests.permissions.helpers import answer, pending, wait_pending
 from tests.servers import RunningServer, wait_for_status
 
 REPLAY_AGENT = HERE / "replay_agent.py"
@@ -66,8 +67,9 @@ async def test_child_sessions_become_subagents_with_their_work_state(forwarding_
     # The parent's Agent calls, which the peer never sent in this form, are there with their answers.
     root_calls = last_per_call(await all_events(server, cid))
     assert root_calls[AGENT_A]["status"] == "completed" and "parent_tool_use_id" not in root_calls[AGENT_A]
-    async with reading(server, cid) as socket:
-        first = await socket.wait_for(lambda f: f.get("key") == "full_state", "full_state")
+    async with open_socket(server, cid) as ws:
+        first = await next_frame(ws)
+    assert first["key"] == "full_state"
     assert {s["work_state"]["state"] for s in first["value"]["subagents"]} == {"idle"}
 
 
