@@ -109,6 +109,17 @@ class ChildSessions:
     def child_of_launch(self, launch_id: str | None) -> Child | None:
         return self._by_launch.get(launch_id) if launch_id is not None else None
 
+    def unplaced(self, session_id: Any) -> bool:
+        """Whether ``session_id`` is a child session (not the root) not placed under a launch."""
+        if not isinstance(session_id, str) or not self.root_session_id or session_id == self.root_session_id:
+            return False
+        return self.launch_of(session_id) is None
+
+    def launch_of(self, session_id: Any) -> str | None:
+        """The launch of the child session ``session_id`` (``None``: the root, or not placed)."""
+        child = self.children.get(session_id) if isinstance(session_id, str) else None
+        return child.launch_id if child is not None else None
+
     def live(self) -> list[Child]:
         """Children announced and not ended."""
         return [c for c in self.children.values() if not c.ended and not c.closed]

@@ -141,3 +141,23 @@ async def test_interrupting_the_conversation_cancels_each_live_child_then_the_ro
     listed = await subagents(server, cid)
     assert {s["status"] for s in listed.values()} <= {"cancelled", "completed"}
     assert all(s["work_state"]["state"] == "idle" for s in listed.values())
+
+
+async def test_a_request_from_a_child_never_announced_is_answered_cancelled_not_misfiled(
+    forwarding_server: RunningServer, tmp_path: Path
+) -> None:
+    # B's announcement and delegation are gone, and its frames name no launch: B cannot be placed.
+    lines = NATIVE_CANCEL_FIXTURE.read_text().splitlines()
+    kept = [line for line in lines if not ('"a3ee76a5e6b1f8085"' in line and ('subagent_update' in line or 'session_message' in line))]
+    recording = tmp_path / "unannounced.acp.jsonl"
+    recording.write_text("\n".join(line.replace('"parentToolUseId": "toolu_main_1_2_0008"', '"x": 1') for line in kept) + "\n")
+    server = forwarding_server
+    cid = (await create(server, agent=replayed(tmp_path, recording, permissions="ask"), initial_message="go"))["id"]
+    [from_a] = await wait_pending(server, cid, 1)  # B's request never waits for a person
+    assert from_a["parent_tool_use_id"] == AGENT_A
+    await answer(server, cid, from_a["request_id"], option_id="allow-once")
+    assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] in ("finished", "error")
+    outcomes = [json.loads(line)["result"]["outcome"] for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
+    assert outcomes[0] == {"outcome": "cancelled"}  # B's, first in the recording
+    assert set(await subagents(server, cid)) == {AGENT_A}
+    assert all(e.get("tool_call_id") != "toolu_subagentb_0_0_0012" for e in await all_events(server, cid))

@@ -280,10 +280,17 @@ class ACPBackend:
     def ask(self, host: AgentHost, item: Incoming) -> None:
         """Ask a person about ``item`` (a ``permission`` item), in a task of its own."""
         task = asyncio.create_task(self._ask(host, item), name="acp permission request")
-        tool_call = item.payload.get("toolCall")
-        call = self._mapper.call(tool_call.get("toolCallId") if isinstance(tool_call, dict) else None)
-        self._asks[task] = call.parent if call is not None else None
+        self._asks[task] = self.asking_lane(item.payload)
         task.add_done_callback(lambda done: self._asks.pop(done, None))
+
+    def asking_lane(self, params: dict[str, Any]) -> str | None:
+        """The lane a permission request belongs to: its call's remembered parent, else (a
+        child session's request for a call not seen yet) the launch of the session it names."""
+        tool_call = params.get("toolCall")
+        call = self._mapper.call(tool_call.get("toolCallId") if isinstance(tool_call, dict) else None)
+        if call is not None and call.parent is not None:
+            return call.parent
+        return self._children.launch_of(params.get("sessionId"))
 
     async def _ask(self, host: AgentHost, item: Incoming) -> None:
         assert item.answer is not None
@@ -295,8 +302,13 @@ class ACPBackend:
             if asked is None:
                 log.warning("ACP agent asked a permission naming no call or offering no known option; answered cancelled")
                 return
+            lane = self.asking_lane(item.payload)
+            if lane is None and self._children.unplaced(item.payload.get("sessionId")):
+                log.warning("ACP child session %s asked a permission before it could be placed; answered cancelled",
+                            item.payload.get("sessionId"))
+                return  # filing it in the parent would misattribute it
             # Filed where the call's own events go: its remembered lane's sub-agent, else here.
-            asker = self.lane_host(host, call.parent if call is not None else None)
+            asker = self.lane_host(host, lane)
             if self.spec.permissions != "ask" and not asker.approval.asks(asked.tool_name):
                 option_id = policy_answer(asked.options, allow=self.spec.permissions == "allow")
                 return  # the tree's policy does not name this tool: answered as configured
