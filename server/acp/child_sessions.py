@@ -124,6 +124,22 @@ class ChildSessions:
         """Children announced and not ended."""
         return [c for c in self.children.values() if not c.ended and not c.closed]
 
+    def learn(self, replayed: list[dict[str, Any]]) -> None:
+        """A ``session/load``'s replay (``session/update`` params): history already stored.
+        Learn each child and its launch (the same ids as live), emit nothing; each ended."""
+        scratch = ChildSessions(SessionMapper())
+        scratch.root_session_id = self.root_session_id
+        for params in replayed:
+            scratch.receive(params)
+        for child in scratch.children.values():
+            if child.session_id in self.children:
+                continue
+            child.ended = child.closed = True
+            child.held = []
+            self.children[child.session_id] = child
+            if child.launch_id is not None:
+                self._by_launch.setdefault(child.launch_id, child)
+
     # -- input ------------------------------------------------------------------------------
 
     def receive(self, params: dict[str, Any]) -> list[Action]:

@@ -19,27 +19,18 @@ import contextlib
 import logging
 import os
 import signal
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
 from acp.connection import StreamDirection, StreamEvent
-from acp.schema import (
-    AllowedOutcome,
-    ClientCapabilities,
-    DeniedOutcome,
-    FileSystemCapabilities,
-    Implementation,
-    InitializeResponse,
-    PermissionOption,
-    RequestPermissionResponse,
-)
+from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation, InitializeResponse
 from pydantic import ValidationError
 
 import server
+from server.acp.answers import PermissionClient, PermissionPolicy
 from server.acp.child_sessions import RFD_UPDATES
-from server.acp.peer_permissions import policy_answer
+from server.acp.incoming import Incoming
 from server.errors import ACPError
 
 log = logging.getLogger(__name__)
@@ -48,66 +39,6 @@ STREAM_LIMIT = 50 * 1024 * 1024
 """Longest line the agent may send (a large file read arrives as one JSON-RPC message)."""
 EXIT_GRACE = 2.0
 """Seconds an agent gets to exit on its own (stdin closed) before it is signalled."""
-
-IncomingKind = Literal["update", "permission", "prompt_done", "exited"]
-
-
-@dataclass(frozen=True, slots=True)
-class Incoming:
-    """One item of the session's queue, in wire order."""
-
-    kind: IncomingKind
-    payload: Any = None
-    """``update``/``permission``: the request's params; ``prompt_done``: the prompt task;
-    ``exited``: the exit code."""
-    answer: asyncio.Future[str | None] | None = None
-    """``permission`` with ``permissions: "ask"``: the answer the peer waits for. Set it to the
-    chosen ``optionId`` (as the peer offered it), or ``None`` for a ``cancelled`` outcome."""
-
-
-PermissionPolicy = Literal["allow", "deny", "ask"]
-
-
-class _PermissionClient:
-    """The client side the package calls: it answers permission requests by policy, or (``ask``)
-    with the answer the backend gives the request's ``Incoming.answer``. Updates are read raw
-    from the observer, so ``session_update`` has nothing left to do."""
-
-    def __init__(self, policy: PermissionPolicy, asked: dict[str, collections.deque[asyncio.Future[str | None]]]) -> None:
-        self._policy = policy
-        self._asked = asked
-
-    async def request_permission(
-        self, session_id: str, tool_call: Any, options: list[PermissionOption], **kwargs: Any
-    ) -> RequestPermissionResponse:
-        if self._policy == "ask":
-            return await self._asked_answer(tool_call)
-        chosen = policy_answer(options, allow=self._policy == "allow")
-        if chosen is None:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return _selected(chosen)
-
-    async def _asked_answer(self, tool_call: Any) -> RequestPermissionResponse:
-        # The observer queued this request (with its future) before the package called us.
-        waiting = self._asked.get(getattr(tool_call, "tool_call_id", None) or "")
-        if not waiting:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        answer = waiting.popleft()
-        option_id = await asyncio.shield(answer)
-        if option_id is None:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return _selected(option_id)
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        return None
-
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        return None
-
-
-def _selected(option_id: str) -> RequestPermissionResponse:
-    return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option_id))
-
 
 class ACPSession:
     """One ACP agent subprocess holding one session."""
@@ -132,9 +63,11 @@ class ACPSession:
             asyncio.create_task(self._watch_exit(), name=f"acp exit {label}"),
         ]
         self.connection = connect_to_agent(
-            _PermissionClient(permissions, self._asked), process.stdin, process.stdout, observers=[self._observe]
+            PermissionClient(permissions, self._asked), process.stdin, process.stdout, observers=[self._observe]
         )
         self.subagent_sessions = subagent_sessions
+        self.loaded = False
+        """The session is an earlier one, reopened with ``session/load`` (its replay is queued)."""
         if subagent_sessions:
             _skip_rfd_updates(self.connection)
 
@@ -153,6 +86,7 @@ class ACPSession:
         startup_timeout: float,
         session_meta: dict[str, Any] | None = None,
         subagent_sessions: bool = False,
+        load_session_id: str | None = None,
     ) -> ACPSession:
         """Spawn the agent and open a session. Raises ``ACPError`` (the process is gone by then)
         if it cannot be started, exits, refuses, or does not answer within ``startup_timeout``."""
@@ -174,10 +108,16 @@ class ACPSession:
         step = "initialize"
         try:
             async with asyncio.timeout(startup_timeout):
-                await session._initialize()
-                step = "session/new"
-                created = await session.connection.new_session(cwd=str(cwd), mcp_servers=[], **(session_meta or {}))
-                session.session_id = created.session_id
+                can_load = await session._initialize()
+                if load_session_id is not None and can_load:
+                    step = "session/load"
+                    created = await session._load(cwd, load_session_id, session_meta)
+                else:
+                    created = None
+                if created is None:
+                    step = "session/new"
+                    created = await session.connection.new_session(cwd=str(cwd), mcp_servers=[], **(session_meta or {}))
+                    session.session_id = created.session_id
                 step = "session/set_mode"
                 await session._set_mode(created.modes, session_mode)
         except (ACPError, asyncio.CancelledError):
@@ -188,12 +128,25 @@ class ACPSession:
             raise session._start_error(exc, step, startup_timeout) from exc
         return session
 
-    async def _initialize(self) -> None:
+    async def _load(self, cwd: Path, session_id: str, session_meta: dict[str, Any] | None) -> Any:
+        """``session/load`` of an earlier session; ``None`` if the agent refuses (it no longer
+        has it): a new one is opened instead. What it replays is in the queue when this returns."""
+        try:
+            loaded = await self.connection.load_session(cwd=str(cwd), session_id=session_id, mcp_servers=[], **(session_meta or {}))
+        except RequestError as exc:
+            log.warning("ACP agent could not load session %s (%s); opening a new one", session_id, _request_error_text(exc))
+            return None
+        self.session_id = session_id
+        self.loaded = True
+        return loaded
+
+    async def _initialize(self) -> bool:
+        """``initialize``; whether the agent can ``session/load``."""
         capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False)
         info = Implementation(name="taskwire", version=server.__version__)
         if not self.subagent_sessions:
-            await self.connection.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities, client_info=info)
-            return
+            response = await self.connection.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities, client_info=info)
+            return bool(response.agent_capabilities and response.agent_capabilities.load_session)
         # The package's ClientCapabilities has no ``subagents`` (it would be dropped): sent raw.
         # Never a ``_meta.jetbrains.air``: claude-agent-acp would switch to JetBrains' draft.
         params = {
@@ -201,7 +154,8 @@ class ACPSession:
             "clientCapabilities": {**capabilities.model_dump(by_alias=True, exclude_none=True), "subagents": {}},
             "clientInfo": info.model_dump(by_alias=True, exclude_none=True),
         }
-        InitializeResponse.model_validate(await self.connection._conn.send_request("initialize", params))
+        response = InitializeResponse.model_validate(await self.connection._conn.send_request("initialize", params))
+        return bool(response.agent_capabilities and response.agent_capabilities.load_session)
 
     async def cancel_child(self, child_session_id: str) -> None:
         """Send ``session/cancel`` naming a child session: the agent stops that child alone."""

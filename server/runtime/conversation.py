@@ -32,6 +32,7 @@ from server.events.ids import new_id
 from server.permissions.policy import Approval, parse_approval
 from server.runtime.forwarding import RecordSink, TopicPublisher, forwarder, stamp
 from server.runtime.permissions import PermissionResolution, TreePermissions
+from server.runtime.work_state import last_state
 from server.settings import Settings
 from server.store import ConversationRecord, Store
 from server.store.owned import settle
@@ -184,6 +185,10 @@ class ConversationHost:
         event = ConversationStateUpdateEvent(key="status", value=status)
         await self.emit(event)
         return event.id
+
+    async def stored_state(self, key: str) -> Any:
+        """The last ``key`` state stored in this conversation's own stream (see ``AgentHost``)."""
+        return await last_state(self._store, self.root_id, self.conversation_id, key)
 
     async def add_usage(self, usage: Usage, call: LLMCall | None = None) -> None:
         """Add one model call's usage to this conversation's, and tell subscribers the total

@@ -18,25 +18,32 @@ from server.store import EventQuery, Store
 
 WORK_STATE_KEY = "work_state"
 SCAN_PAGES = 5
-"""Pages of a sub-agent's state events read back (newest first) looking for its last report."""
+"""Pages of a stream's state events read back (newest first) looking for the last of a key."""
 
 _STOP_REASONS = {"completed": "end_turn", "cancelled": "cancelled", "error": "error"}
 
 
-async def reported_state(store: Store, root_id: str, subagent_id: str) -> dict[str, Any] | None:
-    """The last ``work_state`` stored in ``subagent_id``'s stream, if its peer reported any."""
-    query = EventQuery(root_id=root_id, conversation_ids=[subagent_id], kinds=["ConversationStateUpdateEvent"])
+async def last_state(store: Store, root_id: str, conversation_id: str, key: str) -> Any:
+    """The value of the last ``ConversationStateUpdateEvent`` ``key`` stored in
+    ``conversation_id``'s own stream (``None`` if there is none in its latest state events)."""
+    query = EventQuery(root_id=root_id, conversation_ids=[conversation_id], kinds=["ConversationStateUpdateEvent"])
     page_id = None
     for _ in range(SCAN_PAGES):
         page = await store.search(query, limit=100, page_id=page_id, order="TIMESTAMP_DESC")
         for record in page.items:
             event = parse_event(record.json)
-            if getattr(event, "key", None) == WORK_STATE_KEY and isinstance(event.value, dict):  # type: ignore[attr-defined]
+            if getattr(event, "key", None) == key:
                 return event.value  # type: ignore[attr-defined]
         page_id = page.next_page_id
         if page_id is None:
             return None
     return None
+
+
+async def reported_state(store: Store, root_id: str, subagent_id: str) -> dict[str, Any] | None:
+    """The last ``work_state`` stored in ``subagent_id``'s stream, if its peer reported any."""
+    value = await last_state(store, root_id, subagent_id, WORK_STATE_KEY)
+    return value if isinstance(value, dict) else None
 
 
 def derived_state(entry: dict[str, Any], waiting: bool) -> dict[str, Any]:

@@ -28,7 +28,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from server.acp.child_sessions import ChildSessions
-from server.acp.client import ACPSession, Incoming
+from server.acp.client import ACPSession
+from server.acp.incoming import Incoming, is_subagent_update, unanswered
 from server.acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, SubagentWorkState, turn_usage
 from server.acp.peer_permissions import asked_permission, peer_answer, policy_answer
 from server.environment import peer_environment
@@ -48,6 +49,8 @@ before it is taken to be stuck and stopped."""
 EXIT_GRACE = 5.0
 """Seconds to wait for the connection to close once the agent process has exited."""
 
+SESSION_KEY = "acp_session"
+"""The ``ConversationStateUpdateEvent`` key recording the peer's session id (``{"session_id"}``)."""
 CLAUDE_SUBAGENT_TEXT = {"claudeCode": {"options": {"forwardSubagentText": True}}}
 """``session/new`` ``_meta`` asking claude-agent-acp for its sub-agents' text (other agents
 ignore it)."""
@@ -111,8 +114,10 @@ class ACPBackend:
 
     async def run_turn(self, host: AgentHost, text: str) -> str | None:
         """One prompt turn; its final text, ``None`` if it wrote none or was superseded."""
-        session = await self.open_session()
+        session = await self.open_session(host)
         stale = session.drain()
+        # The states a reopened session reports after its load are the current ones.
+        await self.apply(host, [a for item in stale if is_subagent_update(item) for a in self.map(item)])
         if stale:
             log.debug("dropping %d message(s) the agent sent between turns", len(stale))
             unanswered(stale)
@@ -344,11 +349,16 @@ class ACPBackend:
 
     # -- the session ------------------------------------------------------------------------
 
-    async def open_session(self) -> ACPSession:
-        """The live session, started (subprocess, initialize, session/new, mode) if need be."""
+    async def open_session(self, host: AgentHost) -> ACPSession:
+        """The live session, started (subprocess, initialize, session/new, mode) if need be.
+        The peer's session id is stored in the conversation's stream; after a restart (or a
+        crash of the agent) the next start reopens that session with ``session/load``, and its
+        replay (history taskwire stored already) only teaches the children's launches."""
         if self._session is not None and self._session.alive:
             return self._session
         await self.discard_session()
+        earlier = await host.stored_state(SESSION_KEY)
+        earlier_id = earlier.get("session_id") if isinstance(earlier, dict) else None
         self._session = await ACPSession.start(
             command=self.command,
             args=self.args,
@@ -359,9 +369,15 @@ class ACPBackend:
             startup_timeout=self.spec.startup_timeout,
             session_meta=CLAUDE_SUBAGENT_TEXT if self.spec.subagent_text else None,
             subagent_sessions=self.spec.subagent_sessions == "auto",
+            load_session_id=earlier_id if isinstance(earlier_id, str) else None,
         )
-        self._children.root_session_id = self._session.session_id
-        return self._session
+        session = self._session
+        self._children.root_session_id = session.session_id
+        if session.loaded:  # its replay is what is stored already: only the children are learnt
+            self._children.learn([item.payload for item in session.drain() if item.kind == "update"])
+        if session.session_id != earlier_id:
+            await host.emit(ConversationStateUpdateEvent(key=SESSION_KEY, value={"session_id": session.session_id}))
+        return session
 
     async def discard_session(self) -> None:
         await self.drop_asks("the ACP agent's session ended")
@@ -371,13 +387,6 @@ class ACPBackend:
 
     async def close(self) -> None:
         await self.discard_session()
-
-
-def unanswered(items: list[Incoming]) -> None:
-    """Answer the permission requests among ``items`` ``cancelled``: they come too late to ask."""
-    for item in items:
-        if item.answer is not None and not item.answer.done():
-            item.answer.set_result(None)
 
 
 def _project_path(value: str, cwd: Path) -> str:

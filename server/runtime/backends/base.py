@@ -75,6 +75,12 @@ class AgentHost(Protocol):
         """Emit the child's ``SubagentFinishedEvent`` and record its outcome."""
         ...
 
+    async def stored_state(self, key: str) -> Any:
+        """The value of the last ``ConversationStateUpdateEvent`` ``key`` stored in this
+        conversation's own stream (``None``: none): what a backend recorded for itself, read
+        back after a restart (the ``acp`` backend's peer session id)."""
+        ...
+
     async def add_usage(self, usage: Usage, call: LLMCall | None = None) -> None:
         """Add an LLM call's tokens to this conversation's stats; ``call`` describes the
         request when the backend made it itself (a trace's ``chat`` span comes from it)."""
