@@ -3,6 +3,8 @@ folded into the same tree as the flattened form: recorded transcripts through ``
 
 from __future__ import annotations
 
+import json
+
 import logging
 from typing import Any
 
@@ -217,3 +219,26 @@ def test_a_state_after_the_end_does_not_reopen_the_child() -> None:
     again = children.receive({"sessionId": ROOT, "update": {"sessionUpdate": "subagent_update", "sessionId": "C",
                                                              "state": {"state": "running"}}})
     assert again == [] and children.live() == []
+
+
+def test_a_load_replay_teaches_each_child_its_launch_and_maps_nothing_again() -> None:
+    # The real restart: a first adapter's live run, then a second one's session/load replay.
+    lines = [json.loads(line) for line in (FIXTURES / "real_restart.acp.jsonl").read_text().splitlines()]
+    load = next(i for i, entry in enumerate(lines) if entry["msg"].get("method") == "session/load")
+    answered = next(i for i, entry in enumerate(lines) if i > load and entry["msg"].get("id") == lines[load]["msg"]["id"])
+    live = ChildSessions(SessionMapper())
+    for entry in lines[:load]:
+        if entry["dir"] == "agent->client" and entry["msg"].get("method") == "session/update":
+            live.root_session_id = live.root_session_id or entry["msg"]["params"]["sessionId"]
+            live.receive(entry["msg"]["params"])
+    reopened = ChildSessions(SessionMapper())
+    reopened.root_session_id = lines[load]["msg"]["params"]["sessionId"]
+    replay = [e["msg"]["params"] for e in lines[load:answered] if e["msg"].get("method") == "session/update"]
+    reopened.learn(replay)
+    assert {c.session_id: c.launch_id for c in reopened.children.values()} == \
+        {c.session_id: c.launch_id for c in live.children.values()}
+    assert len(reopened.children) == 2 and reopened.live() == []
+    # Its states after the load are taken in without reopening the ended children.
+    after = reopened.receive({"sessionId": reopened.root_session_id, "update": {
+        "sessionUpdate": "subagent_update", "sessionId": next(iter(reopened.children)), "state": {"state": "idle", "stopReason": "end_turn"}}})
+    assert after == []

@@ -22,7 +22,7 @@ from tests.acp.test_real_claude_code import CLAUDE_AGENT_ACP, SCRIPTS, claude_en
 from tests.api.helpers import all_events
 from tests.llm.conftest import RunningMock, serve_mock
 from tests.permissions.helpers import answer, wait_pending
-from tests.servers import RunningServer, wait_for_status
+from tests.servers import RunningServer, ServerProcess, isolated_settings, taskwire_server, wait_for_status
 
 RECORDER = HERE / "wire_recorder.py"
 FIXTURES = HERE / "fixtures"
@@ -176,3 +176,47 @@ async def test_a_background_subagent_is_followed_to_its_end(forwarding_server: R
     assert last_per_call(await all_events(server, alpha["subagent_id"]))["toolu_alpha_0_0"]["status"] == "completed"
     keep_fixture(tmp_path, "background.acp.jsonl")
     assert (await server.client.delete(f"/api/conversations/{cid}")).status_code == 204
+
+
+async def test_after_a_restart_the_session_is_reopened_without_duplicates(tmp_path: Path) -> None:
+    need_claude_agent_acp()
+    settings = isolated_settings(tmp_path, forward_subagent_events=True)
+    async with serve_mock(SCRIPTS / "claude_code_restart.yaml", tmp_path / "mock.jsonl") as mock:
+        agent = recorded_claude_code(mock, tmp_path, "bypassPermissions", "restart.acp.jsonl")
+        first = ServerProcess.sharing("first", tmp_path, settings)
+        await first.start()
+        try:
+            cid = (await first.client.post("/api/conversations", json={"agent": agent, "initial_message": "Two sub-agents."})).json()["id"]
+            assert (await wait_for_status(first.client, cid, {"finished", "error", "paused"}, timeout=180))["status"] == "finished"
+            before = await all_events(first, cid, include_subagents="true")
+            tree_before = await subagents(first, cid)
+        finally:
+            await first.kill()
+            await first.client.aclose()
+
+        async with taskwire_server(settings) as server:
+            posted = await server.client.post(f"/api/conversations/{cid}/events", json={"content": "And now?"})
+            assert posted.status_code in (200, 201, 202), posted.text
+            info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=180)
+            assert info["status"] == "finished", info
+            after = await all_events(server, cid, include_subagents="true")
+            tree_after = await subagents(server, cid)
+        assert mock.script.failures == [] == mock.script.unscripted
+
+    wire = keep_fixture(tmp_path, "restart.acp.jsonl").read_text().splitlines()
+    session = next(json.loads(line)["msg"]["result"]["sessionId"] for line in wire if '"modes"' in line and '"result"' in line)
+    loads = [json.loads(line)["msg"]["params"] for line in wire if '"method": "session/load"' in line]
+    assert [load["sessionId"] for load in loads] == [session]  # the second adapter reopened it
+    # The peer had its history: the second message got the third turn of the script.
+    answers = [e["content"] for e in after if e["kind"] == "MessageEvent" and e["role"] == "assistant" and "subagent_id" not in e]
+    assert answers[-1] == "Second answer: the session was reopened."
+    # Nothing the replay carried was stored again: the same sub-agents, each call once.
+    assert {k: (v["subagent_id"], v["status"]) for k, v in tree_after.items()} == \
+        {k: (v["subagent_id"], v["status"]) for k, v in tree_before.items()}
+    # The states the peer reported after the load (each child idle, end_turn) are the current ones.
+    assert {v["work_state"]["stop_reason"] for v in tree_after.values()} == {"end_turn"}
+    ids = [e["id"] for e in after]
+    assert len(ids) == len(set(ids))
+    for call in ("toolu_alpha_0_0", "toolu_beta_0_0"):
+        assert sum(e.get("tool_call_id") == call for e in after) == sum(e.get("tool_call_id") == call for e in before)
+    assert all(e["kind"] != "SubagentStartedEvent" for e in after[len(before):])
