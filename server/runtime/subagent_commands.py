@@ -36,7 +36,8 @@ class SubagentCommands:
         record = await self.get(conversation_id)
         tree = await self.store.tree(record.root_id)
         entries = await subagent_entries(self.store, tree, under=record.id)
-        await add_work_states(self.store, record.root_id, entries)
+        reporting = {r.id for r in tree if isinstance(r.agent, dict) and r.agent.get("kind") == "acp"}
+        await add_work_states(self.store, record.root_id, entries, reporting=reporting)
         return entries
 
     @owned

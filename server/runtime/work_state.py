@@ -1,8 +1,8 @@
 """What each sub-agent of a tree is doing now: its ``work_state``, for ``GET .../subagents``
 and ``full_state``.
 
-A peer that reports work states (an ACP agent serving its sub-agents as child sessions) has
-them stored as ``ConversationStateUpdateEvent`` ``key=work_state`` in the sub-agent's stream;
+A peer that reports work states (an ACP agent serving its sub-agents as child sessions: an
+``acp`` agent's sub-agents) has them stored as ``ConversationStateUpdateEvent`` ``key=work_state`` in the sub-agent's stream;
 the last one is current. For every other sub-agent it is derived from the record and the
 tree's permission ledger: ``running`` while it runs, ``requires_action`` while one of its
 permission requests waits, ``idle`` with the stop reason of its end.
@@ -57,15 +57,16 @@ def derived_state(entry: dict[str, Any], waiting: bool) -> dict[str, Any]:
     return state
 
 
-async def add_work_states(store: Store, root_id: str, entries: list[dict[str, Any]]) -> None:
-    """Set ``work_state`` on each ``subagent_entries`` entry."""
+async def add_work_states(store: Store, root_id: str, entries: list[dict[str, Any]], *, reporting: set[str]) -> None:
+    """Set ``work_state`` on each ``subagent_entries`` entry; only the sub-agents in
+    ``reporting`` (those a peer that may report states runs) have their stream read for it."""
     if not entries:
         return
     ledger = await read_ledger(store, root_id, [e["subagent_id"] for e in entries])
     waiting = {entry.request.subagent_id for entry in ledger.pending()}
     for entry in entries:
         derived = derived_state(entry, entry["subagent_id"] in waiting)
-        reported = await reported_state(store, root_id, entry["subagent_id"])
+        reported = await reported_state(store, root_id, entry["subagent_id"]) if entry["subagent_id"] in reporting else None
         if reported is None or (derived["state"] == "idle" and reported.get("state") != "idle"):
             entry["work_state"] = derived  # nothing reported, or it ended after its last report
         else:
