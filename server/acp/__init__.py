@@ -5,7 +5,10 @@ Client side (taskwire drives an external ACP agent, e.g. Claude Code):
 - ``toolcalls``: one peer tool call's merged state, read from raw ``session/update`` payloads
 - ``mapping``: the Sans-I/O translator from ``session/update`` payloads to taskwire events and
   sub-agent lifecycle actions (attribution lives here)
-- ``client``: the agent subprocess and the ``agent-client-protocol`` connection to it
+- ``child_sessions``: the subagents RFD's child sessions folded back into the one-session form
+  (Sans-I/O, in front of ``mapping``), with each child's work state
+- ``client``: the agent subprocess and the ``agent-client-protocol`` connection to it;
+  ``answers`` (permission requests answered for the package) and ``incoming`` (its queue)
 
 ``server/runtime/backends/acp.py`` drives them for one conversation.
 
