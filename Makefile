@@ -73,8 +73,11 @@ bench: setup clients services
 # peer takes minutes to answer at that size). It installs the peer into its own Python 3.12 venv
 # (bench/peers/.venv-openhands, pinned by bench/peers/openhands-requirements.txt), and skips with
 # the reason when no Python 3.12 is found. BENCH_PEERS_ARGS="--events 100000" for a quicker run.
+# PEERS picks which peers run; BENCH_PEERS_ARGS go to the OpenHands one, BENCH_LANGGRAPH_ARGS to LangGraph's.
+PEERS ?= openhands langgraph
 bench-peers: setup
-	$(PY) bench/peers/openhands.py $(BENCH_PEERS_ARGS)
+	$(if $(filter openhands,$(PEERS)),$(PY) bench/peers/openhands.py $(BENCH_PEERS_ARGS))
+	$(if $(filter langgraph,$(PEERS)),$(PY) bench/peers/langgraph.py $(BENCH_LANGGRAPH_ARGS))
 
 clean:
-	rm -rf $(VENV) $(PHOENIX_VENV) bench/peers/.venv-openhands peers/node_modules clients/*/node_modules workspace .pytest_cache
+	rm -rf $(VENV) $(PHOENIX_VENV) bench/peers/.venv-openhands bench/peers/.venv-langgraph peers/node_modules clients/*/node_modules workspace .pytest_cache

@@ -1,9 +1,9 @@
-"""The peer's own Python 3.12 venv, set up from its lock file; a clear skip when there is no 3.12.
+"""A peer's own Python 3.12 venv, set up from its lock file; a clear skip when there is no 3.12.
 
-``openhands-agent-server`` 1.58.2 needs Python 3.12. ``python3.12`` on ``PATH`` may be a pyenv
-shim that fails unless that version is selected, so each candidate is run once and kept only if
-it answers as 3.12: ``$PEER_PYTHON``, then ``python3.12`` on ``PATH``, then pyenv's own installs
-(``~/.pyenv/versions/3.12*/bin/python3.12``, newest first).
+``openhands-agent-server`` 1.58.2 needs Python 3.12, and the LangGraph peer is pinned on it too.
+``python3.12`` on ``PATH`` may be a pyenv shim that fails unless that version is selected, so
+each candidate is run once and kept only if it answers as 3.12: ``$PEER_PYTHON``, then
+``python3.12`` on ``PATH``, then pyenv's own installs (``~/.pyenv/versions/3.12*/bin/python3.12``, newest first).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 VENV = HERE / ".venv-openhands"
 LOCK = HERE / "openhands-requirements.txt"
+OPENHANDS = "the OpenHands agent-server 1.58.2"
 
 
 class Skip(Exception):
@@ -50,30 +51,31 @@ def candidates(home: Path | None = None, env: dict[str, str] | None = None) -> l
     return found
 
 
-def find_python312(home: Path | None = None, env: dict[str, str] | None = None) -> str:
-    """A Python 3.12 that runs, or ``Skip``."""
+def find_python312(home: Path | None = None, env: dict[str, str] | None = None, peer: str = OPENHANDS) -> str:
+    """A Python 3.12 that runs, or ``Skip`` naming ``peer``."""
     tried = candidates(home, env)
     for candidate in tried:
         if _is_312(candidate):
             return candidate
     where = ", ".join(tried) if tried else "none found"
-    raise Skip("skipped: the OpenHands agent-server 1.58.2 needs Python 3.12, and no working python3.12 "
+    raise Skip(f"skipped: {peer} needs Python 3.12, and no working python3.12 "
                f"was found (tried: {where}; set PEER_PYTHON=/path/to/python3.12)")
 
 
-def peer_python(venv: Path = VENV) -> Path:
-    """The venv's interpreter, the venv created and installed from ``LOCK`` if it is not yet."""
+def peer_python(venv: Path = VENV, lock: Path = LOCK, peer: str = OPENHANDS) -> Path:
+    """The venv's interpreter, the venv created and installed from ``lock`` if it is not yet."""
+    venv = venv.absolute()  # the servers run from other folders
     python = venv / "bin" / "python"
     stamp = venv / ".installed"
-    if stamp.exists() and stamp.stat().st_mtime >= LOCK.stat().st_mtime and python.exists():
+    if stamp.exists() and stamp.stat().st_mtime >= lock.stat().st_mtime and python.exists():
         return python
-    base = find_python312()
+    base = find_python312(peer=peer)
     if not python.exists():
         subprocess.run([base, "-m", "venv", str(venv)], check=True)
     log = venv / "install.log"
-    print(f"installing the peer into {venv} from {LOCK.name} (a few minutes)...", flush=True)
+    print(f"installing the peer into {venv} from {lock.name} (a few minutes)...", flush=True)
     with log.open("w") as out:
-        done = subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-r", str(LOCK)],
+        done = subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-r", str(lock)],
                               stdout=out, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         raise RuntimeError(f"installing the peer failed; the installer's log is {log}:\n" + log.read_text()[-3000:])

@@ -10,6 +10,7 @@ fetching them (the machine is offline; nothing here calls a model).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -107,3 +108,44 @@ def openhands_server(python: Path) -> tuple[list[str], dict[str, str], int]:
     """argv, environment and port of the OpenHands agent-server from the peer's venv."""
     port = free_port()
     return [str(python), "-m", "openhands.agent_server", "--host", "127.0.0.1", "--port", str(port)], peer_environment(), port
+
+
+def mock_llm(script: Path) -> tuple[list[str], dict[str, str], int]:
+    """argv, environment and port of ``taskwire mock-llm`` serving ``script``."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return [sys.executable, "-m", "server.cli", "mock-llm", "--script", str(script), "--port", str(port)], env, port
+
+
+def langgraph_server(python: Path, app: Path, model_url: str, jobs: int) -> tuple[list[str], dict[str, str], int]:
+    """argv, environment and port of the LangGraph Agent Server (in-memory runtime) under uvicorn,
+    as ``langgraph dev`` would start it, serving the graph in ``app``, ``jobs`` runs at once (its
+    default is one), offline: no tracing, no version check, no file persistence."""
+    port = free_port()
+    env = {**peer_environment(), "BENCH_MODEL_URL": model_url, "PYTHONPATH": str(app),
+           "LANGSERVE_GRAPHS": json.dumps({"agent": str(app / "agent.py") + ":graph"}),
+           "LANGGRAPH_RUNTIME_EDITION": "inmem", "DATABASE_URI": ":memory:", "REDIS_URI": "fake",
+           "MIGRATIONS_PATH": "__inmem", "N_JOBS_PER_WORKER": str(jobs), "LANGGRAPH_DISABLE_FILE_PERSISTENCE": "true",
+           "LANGGRAPH_ALLOW_BLOCKING": "true", "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false",
+           "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+           "LANGSMITH_LANGGRAPH_API_VARIANT": "local_dev", "LANGGRAPH_API_URL": f"http://127.0.0.1:{port}"}
+    for key in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGGRAPH_CLOUD_LICENSE_KEY", "OPENAI_API_KEY"):
+        env.pop(key, None)
+    argv = [str(python), "-m", "uvicorn", "langgraph_api.server:app", "--host", "127.0.0.1", "--port", str(port),
+            "--no-access-log", "--log-level", "warning"]
+    return argv, env, port
+
+
+def taskwire_tree_server(db: Path, folder: Path, subagents: int) -> tuple[list[str], dict[str, str], int]:
+    """``taskwire serve`` for the tree workload: sub-agent events forwarded to the root's socket."""
+    argv, env, port = taskwire_server(db, folder)
+    env = {k: v for k, v in env.items() if not k.startswith("OH_") or k in ("OH_DATABASE_URL", "OH_WORKSPACE_PATH")}
+    env.update(OH_FORWARD_SUBAGENT_EVENTS="true", OH_MAX_PARALLEL_SUBAGENTS=str(subagents), OH_WS_QUEUE_SIZE="1000000",
+               OH_MAX_SUBSCRIBERS="100000", OH_CONFIG_FILE=str(folder / "none.toml"))
+    return argv, env, port
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a process has used (its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
