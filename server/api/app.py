@@ -14,6 +14,7 @@ import server
 from server.api.auth import require_api_key
 from server.api.errors import error_response, install_error_handlers
 from server.api.openapi import document, errors
+from server.api.requests_first import CountRequests
 from server.api import agui, sockets, viewer
 from server.api.rest import conversations, events, health, permissions, subagents
 from server.api.services import hosted
@@ -83,6 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(viewer.router)
     app.include_router(sockets.fallback)  # last: any other WebSocket path is a 404
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(CountRequests, state=app.state)  # outermost: from a request's arrival
     document(app)
     return app
 

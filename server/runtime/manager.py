@@ -31,6 +31,7 @@ from server.runtime.conversation import ConversationHost
 from server.runtime.forwarding import TopicPublisher
 from server.runtime.ownership import Ownership, owned
 from server.runtime.recovery import close_interrupted_calls
+from server.runtime.requests_first import RequestsFirst
 from server.runtime.subagent_commands import SubagentCommands
 from server.runtime.task_manager import TaskManager
 from server.runtime.workspaces import prepare_workspace
@@ -58,6 +59,8 @@ class Runtime(PermissionCommands, SubagentCommands):
         self.bus = bus
         self.hooks = hooks
         self.tasks = TaskManager(settings, hooks, self.drive)
+        self.requests_first = RequestsFirst()
+        """The API's unanswered requests, which agent steps give way to."""
         self._roots: dict[str, ConversationHost] = {}
         self._lock = asyncio.Lock()
         self._sweeper: asyncio.Task[None] | None = None
@@ -190,7 +193,7 @@ class Runtime(PermissionCommands, SubagentCommands):
                 settings=self.settings,
                 publisher=publisher,
                 sink=publisher.publish,
-                backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks),
+                backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks, self.requests_first),
             )
             if record.status == "running" or conversation_id in self._stranded:
                 # Nothing runs it here (the process that ran it is gone, or its run lost writes

@@ -13,6 +13,7 @@ from server.llm import make_llm
 from server.runtime.backends.base import AgentBackend, AgentHost
 from server.runtime.backends.native import NativeBackend
 from server.runtime.history import messages_from_events
+from server.runtime.requests_first import RequestsFirst
 from server.specs import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS
 from server.store import EventQuery, Store
 
@@ -24,12 +25,15 @@ if TYPE_CHECKING:
 __all__ = ["AgentBackend", "AgentHost", "build_backend"]
 
 
-async def build_backend(host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks) -> AgentBackend:
-    """The backend named by ``host.record.agent``, primed with what the conversation already holds."""
+async def build_backend(
+    host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks, requests_first: RequestsFirst | None = None
+) -> AgentBackend:
+    """The backend named by ``host.record.agent``, primed with what the conversation already
+    holds; a native agent's steps give way to the API's requests (``requests_first``)."""
     agent = host.record.agent
     kind = agent.get("kind", "native")
     if kind == "native":
-        return await _native(host, store, tasks, hooks)
+        return await _native(host, store, tasks, hooks, requests_first)
     if kind == "acp":
         acp = await _imported("server.runtime.backends.acp")
         return acp.ACPBackend.from_spec(agent, host)
@@ -61,7 +65,9 @@ async def _imported(name: str) -> ModuleType:
     return module
 
 
-async def _native(host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks) -> NativeBackend:
+async def _native(
+    host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks, requests_first: RequestsFirst | None
+) -> NativeBackend:
     agent = host.record.agent
     llm_config = {k: v for k, v in (agent.get("llm") or {}).items() if v is not None}
     llm = make_llm(llm_config, host.settings)
@@ -78,6 +84,7 @@ async def _native(host: ConversationHost, store: Store, tasks: TaskManager, hook
         tasks=tasks,
         history=history,
         approval=host.approval,
+        requests_first=requests_first,
     )
 
 

@@ -23,6 +23,7 @@ from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall
 from server.permissions.policy import NEVER, Approval
 from server.permissions.requests import refusal_text, request_title
 from server.runtime.backends.base import AgentHost
+from server.runtime.requests_first import RequestsFirst
 from server.runtime.tools import Tool, ToolContext, ToolResult, parse_arguments, spec_of
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class NativeBackend:
         tasks: Any,
         history: list[ChatMessage],
         approval: Approval = NEVER,
+        requests_first: RequestsFirst | None = None,
     ) -> None:
         self.llm = llm
         self.model = model
@@ -52,6 +54,7 @@ class NativeBackend:
         self.tasks = tasks
         self.messages = history
         self.approval = approval
+        self.requests_first = requests_first
 
     async def run(self, host: AgentHost) -> str | None:
         for _ in range(self.max_iterations):
@@ -89,6 +92,9 @@ class NativeBackend:
 
         started_at = utc_now()
         response = await self.llm.complete(request, on_delta)
+        if self.requests_first is not None:
+            # Acting on the answer is this step's CPU: the API's waiting requests go first.
+            await self.requests_first.step()
         finish_reason = response.stop_reason or ("tool_calls" if response.tool_calls else "stop")
         call = LLMCall(model=self.model, finish_reason=finish_reason, response_id=response.id, started_at=started_at)
         await host.add_usage(response.usage, call)

@@ -1,0 +1,232 @@
+"""Live under load: what the user behind the N-th conversation waits for.
+
+    .venv/bin/python bench/live.py                            # N = 1, 10, 50, 200, 500; model 0 and 0.2 s
+    .venv/bin/python bench/live.py --sizes 50 --delays 0.2 --profile /tmp/prof
+
+N trees are started together, each by its own ``POST /api/conversations`` with ``run: true``
+(a main agent with 4 parallel sub-agents of ``--steps`` ``think`` calls then ``finish``, on the
+scripted model answering after ``delay`` seconds), each POST followed at once by a socket on its
+conversation. The clients live in ``--clients`` processes of their own (``--client`` mode of
+this script), so they do not share the server's loop. Printed per (N, delay), every time on the
+client's clock from the moment its POST was sent:
+
+- POST -> 201, p50 / p99;
+- POST -> the socket's first frame, p50;
+- POST -> the first sub-agent event (a frame with a ``subagent_id``), p50 / p99;
+- POST -> the run's end (the root's ``status`` ``finished``), p50, beside the model's floor:
+  the time its answers alone take along the tree's longest path (2 + steps + 1 answers);
+- the server's CPU per model call and per stored event, its RSS at the end and its peak;
+- with ``--profile``, a py-spy profile of the server (collapsed stacks) per run, and its top
+  frames by own time.
+
+The bare ceilings beside them: the model's floor, and N = 1 (a tree alone). It prints figures;
+it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import websockets
+from common import ROOT
+from many import SUBAGENTS, cpu_seconds, peak_rss_mb, replica_env, scrape, tree_script
+from rich.console import Console
+from rich.table import Table
+
+from tests.servers import ServerProcess
+
+
+def model_calls(steps: int) -> int:
+    """Model answers one tree takes: the main agent's two, each sub-agent's steps and finish."""
+    return 2 + SUBAGENTS * (steps + 1)
+
+
+def rss_mb(server: ServerProcess) -> float:
+    assert server.process is not None
+    for line in Path(f"/proc/{server.process.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def pick(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
+# -- the client processes ---------------------------------------------------------------------
+
+
+async def one_tree(http: httpx.AsyncClient, ws_url: str, agent: dict[str, Any]) -> dict[str, float]:
+    """Create and run one tree, watch it to its end; the times since its POST, in ms."""
+    sent = time.perf_counter()
+    response = await http.post("/api/conversations", json={"agent": agent, "initial_message": "Fan out.", "run": True})
+    created = time.perf_counter()
+    response.raise_for_status()
+    out = {"created": (created - sent) * 1000}
+    since = lambda: (time.perf_counter() - sent) * 1000  # noqa: E731
+    url = f"{ws_url}/sockets/events/{response.json()['id']}"
+    async with websockets.connect(url, max_size=None, compression=None, open_timeout=600) as socket:
+        async for frame in socket:
+            now = since()
+            out.setdefault("first_frame", now)
+            event = json.loads(frame)
+            if event.get("subagent_id"):
+                out.setdefault("first_subagent", now)
+            elif event.get("key") == "status" and event.get("value") in ("finished", "error"):
+                out["end"] = now
+                out["ok"] = event["value"] == "finished"
+                return out
+    raise RuntimeError(f"the socket on {url} closed before the run ended")
+
+
+async def client(url: str, ws_url: str, count: int, script: str) -> None:
+    """``--client``: say ``ready``, wait for ``go`` on stdin, run ``count`` trees at once, print
+    one JSON line of their times."""
+    agent = {"kind": "native", "llm": {"api": "scripted", "script": script}, "max_iterations": 1000}
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as http:
+        print("ready", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
+        trees = await asyncio.gather(*(one_tree(http, ws_url, agent) for _ in range(count)))
+    print(json.dumps(trees), flush=True)
+
+
+async def clients(server: ServerProcess, size: int, script_path: Path, processes: int) -> list[dict[str, float]]:
+    shares = [size // processes + (1 if n < size % processes else 0) for n in range(processes)]
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, str(Path(__file__)), "--client", server.url, server.ws_url, str(share), str(script_path),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 30,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        for share in shares if share
+    ]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            assert (await proc.stdout.readline()).strip() == b"ready"
+        for proc in procs:  # as close together as two pipes allow
+            assert proc.stdin is not None
+            proc.stdin.write(b"go\n")
+        await asyncio.gather(*(proc.stdin.drain() for proc in procs if proc.stdin is not None))
+        lines = [await asyncio.wait_for(proc.stdout.readline(), 1800) for proc in procs if proc.stdout is not None]
+    finally:
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+            await proc.wait()
+    return [tree for line in lines for tree in json.loads(line)]
+
+
+# -- one run ------------------------------------------------------------------------------------
+
+
+def top_frames(path: Path, count: int = 12) -> list[tuple[str, float]]:
+    """The frames where the profile's samples were (own time), as shares of all samples."""
+    own: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack:
+            continue
+        total += int(n)
+        own[stack.split(";")[-1]] += int(n)
+    return [(frame, n / max(total, 1)) for frame, n in own.most_common(count)]
+
+
+async def run_one(folder: Path, size: int, delay: float, steps: int, processes: int, profile: Path | None) -> dict[str, Any]:
+    folder.mkdir(parents=True, exist_ok=True)
+    env = replica_env(folder, f"sqlite:///{folder}/taskwire.db", None)
+    env.update(OH_MAX_PARALLEL_SUBAGENTS=str(SUBAGENTS * max(size, 1)))  # no tree waits for another's slot
+    server = ServerProcess("server", folder, env)
+    script_path = folder / "script.json"
+    script_path.write_text(tree_script(steps, delay))
+    profiler = None
+    try:
+        await server.start()
+        assert server.process is not None
+        before = await scrape(server)
+        cpu_before = cpu_seconds(server)
+        if profile is not None:
+            profile.mkdir(parents=True, exist_ok=True)
+            profiler = await asyncio.create_subprocess_exec(
+                str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "--rate", "100", "-o", str(profile / f"n{size}-d{delay}.txt"),
+                "-p", str(server.process.pid), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        trees = await clients(server, size, script_path, processes)
+        cpu = cpu_seconds(server) - cpu_before
+        after = await scrape(server)
+        rss_end, rss_peak = rss_mb(server), peak_rss_mb(server)
+    finally:
+        await server.stop()
+        await server.client.aclose()
+        if profiler is not None:
+            await profiler.wait()
+    stored = after.get("taskwire_events_appended_total", 0) - before.get("taskwire_events_appended_total", 0)
+    calls = size * model_calls(steps)
+    return {
+        "trees": size, "delay": delay, "ok": sum(1 for t in trees if t.get("ok")),
+        "created_p50": pick([t["created"] for t in trees], 0.5), "created_p99": pick([t["created"] for t in trees], 0.99),
+        "frame_p50": pick([t["first_frame"] for t in trees], 0.5),
+        "sub_p50": pick([t["first_subagent"] for t in trees if "first_subagent" in t], 0.5),
+        "sub_p99": pick([t["first_subagent"] for t in trees if "first_subagent" in t], 0.99),
+        "end_p50": pick([t["end"] for t in trees], 0.5), "floor": delay * (2 + steps + 1) * 1000,
+        "cpu_per_call": cpu * 1000 / calls, "cpu_per_event": cpu * 1000 / max(stored, 1),
+        "rss_end": rss_end, "rss_peak": rss_peak, "load": os.getloadavg(),
+        "profile": top_frames(profile / f"n{size}-d{delay}.txt") if profile is not None else [],
+    }
+
+
+def table_of(rows: list[dict[str, Any]], title: str) -> Table:
+    table = Table(title=title)
+    for column in ("N", "model s", "finished", "POST→201 p50 / p99 ms", "→ first frame p50", "→ first sub-agent event p50 / p99",
+                   "→ run end p50 (model floor)", "CPU ms / model call", "CPU ms / event", "RSS end / peak MB", "load 1 / 5 min"):
+        table.add_column(column, justify="right")
+    for r in rows:
+        table.add_row(
+            str(r["trees"]), f"{r['delay']:g}", f"{r['ok']}/{r['trees']}", f"{r['created_p50']:,.0f} / {r['created_p99']:,.0f}",
+            f"{r['frame_p50']:,.0f}", f"{r['sub_p50']:,.0f} / {r['sub_p99']:,.0f}", f"{r['end_p50']:,.0f} ({r['floor']:,.0f})",
+            f"{r['cpu_per_call']:.2f}", f"{r['cpu_per_event']:.3f}", f"{r['rss_end']:.0f} / {r['rss_peak']:.0f}",
+            f"{r['load'][0]:.1f} / {r['load'][1]:.1f}",
+        )
+    return table
+
+
+async def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--client":
+        url, ws_url, count, script_path = sys.argv[2:6]
+        await client(url, ws_url, int(count), Path(script_path).read_text())
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,10,50,200,500", help="numbers of trees started together, one run each")
+    parser.add_argument("--delays", default="0,0.2", help="seconds each model answer takes, one run each")
+    parser.add_argument("--steps", type=int, default=5, help="think calls per sub-agent")
+    parser.add_argument("--clients", type=int, default=2, help="client processes the trees are spread over")
+    parser.add_argument("--profile", type=Path, help="record the server with py-spy into this folder")
+    args = parser.parse_args()
+    console = Console(width=max(200, Console().width))
+    console.log(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()}, "
+                f"{SUBAGENTS} sub-agents x {args.steps} steps a tree ({model_calls(args.steps)} model calls)")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for delay in [float(d) for d in args.delays.split(",") if d]:
+            for size in [int(s) for s in args.sizes.split(",") if s]:
+                console.log(f"{size} trees, model {delay} s")
+                rows.append(await run_one(Path(tmp) / f"n{size}-d{delay}", size, delay, args.steps, args.clients, args.profile))
+                for frame, share in rows[-1]["profile"]:
+                    console.log(f"  {share:6.1%}  {frame}")
+    console.print(table_of(rows, "live under load: N trees started together (SQLite, one server)"))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
