@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     store_timeout: float = Field(10.0, gt=0)
     """Seconds a store operation waits for the database (SQLite's write lock, a PostgreSQL
     connection) before it fails: the request answers 503 ``store_unavailable``."""
+    resume_after_store_fault: bool = True
+    """A run the store stopped (it could not write) resumes by itself once the store writes
+    again; ``false``: it stays ``paused`` (with ``status_reason``) until someone runs it."""
     tracing: bool | None = None
     """Export OpenTelemetry spans (OTLP/HTTP). Unset: on when ``OTEL_EXPORTER_OTLP_ENDPOINT``
     (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is set; ``false`` turns it off whatever those say."""

@@ -57,6 +57,9 @@ class ConversationInfo(BaseModel):
 
     id: str
     status: str
+    status_reason: str | None = None
+    """Why the status is what it is when neither the run nor a person chose it: a run the store
+    stopped is ``paused`` with the store's reason, until it resumes by itself."""
     created_at: datetime
     updated_at: datetime
     agent: dict[str, Any]
@@ -73,6 +76,7 @@ class ConversationInfo(BaseModel):
         return cls(
             id=record.id,
             status=record.status,
+            status_reason=record.status_reason,
             created_at=record.created_at,
             updated_at=record.updated_at,
             agent=redact(record.agent),

@@ -188,6 +188,9 @@ class ConversationStateUpdateEvent(Event):
     """``status``, ``usage``, ``full_state`` ..."""
     value: Any = None
     """The new value."""
+    reason: str | None = None
+    """``key=status`` only: why, when neither the run nor a person chose it (see
+    ``ConversationInfo.status_reason``)."""
 
 
 class SubagentStartedEvent(Event):

@@ -169,20 +169,22 @@ class ConversationHost:
         """Record the current status (a new conversation's first event: ``idle``)."""
         await self.emit(ConversationStateUpdateEvent(key="status", value=self.record.status))
 
-    async def set_status(self, status: str) -> str | None:
+    async def set_status(self, status: str, reason: str | None = None) -> str | None:
         """Record ``status``: the row, then its event, whole (see the module docstring).
-        Returns the id of its event (``None`` when the status did not change)."""
-        return await self.whole(self._record_status(status))
+        ``reason``: why, when it is not the run's own doing or a person's (the store stopped
+        it); stored as the record's ``status_reason`` and on the event. Returns the id of its
+        event (``None`` when nothing changed)."""
+        return await self.whole(self._record_status(status, reason))
 
-    async def _record_status(self, status: str) -> str | None:
-        if self.record.status == status:
+    async def _record_status(self, status: str, reason: str | None = None) -> str | None:
+        if self.record.status == status and self.record.status_reason == reason:
             return None
         # Events emitted without waiting are stored first: when REST shows the new status, the
         # stream before it is whole. The status event comes after, so a socket's first frame
         # never names a status its replay has not reached.
         await self._store.flush()
-        self.record = await self._store.update_conversation(self.conversation_id, status=status)
-        event = ConversationStateUpdateEvent(key="status", value=status)
+        self.record = await self._store.update_conversation(self.conversation_id, status=status, status_reason=reason)
+        event = ConversationStateUpdateEvent(key="status", value=status, reason=reason)
         await self.emit(event)
         return event.id
 

@@ -32,6 +32,7 @@ from server.runtime.forwarding import TopicPublisher
 from server.runtime.ownership import Ownership, owned
 from server.runtime.recovery import close_interrupted_calls
 from server.runtime.requests_first import RequestsFirst
+from server.runtime.store_faults import STOPPED_BY_STORE, StrandedRuns, store_reason
 from server.runtime.subagent_commands import SubagentCommands
 from server.runtime.task_manager import TaskManager
 from server.runtime.workspaces import prepare_workspace
@@ -45,9 +46,6 @@ if TYPE_CHECKING:
     from server.hooks import Hooks
 
 log = logging.getLogger(__name__)
-
-RECONCILE_SECONDS = 1.0
-"""How often conversations whose run lost a write are tried again (see ``Runtime._strand``)."""
 
 
 class Runtime(PermissionCommands, SubagentCommands):
@@ -64,8 +62,7 @@ class Runtime(PermissionCommands, SubagentCommands):
         self._roots: dict[str, ConversationHost] = {}
         self._lock = asyncio.Lock()
         self._sweeper: asyncio.Task[None] | None = None
-        self._stranded: set[str] = set()  # roots whose last run lost a write, to reconcile
-        self._reconciler: asyncio.Task[None] | None = None
+        self._stranded = StrandedRuns(self, resume=settings.resume_after_store_fault)
         self.ownership = Ownership(self)
         """Which replica runs each conversation (``@owned`` commands go there)."""
         self.tracing = False
@@ -121,10 +118,10 @@ class Runtime(PermissionCommands, SubagentCommands):
 
     async def close(self) -> None:
         """Stop every run (their status becomes ``paused``) and release backends."""
-        for task in (self._sweeper, self._reconciler):
-            if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+        await self._stranded.close()
         for host in list(self._roots.values()):
             await host.close()
         self._roots.clear()
@@ -195,45 +192,45 @@ class Runtime(PermissionCommands, SubagentCommands):
                 sink=publisher.publish,
                 backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks, self.requests_first),
             )
-            if record.status == "running" or conversation_id in self._stranded:
+            stranded = self._stranded.marked(conversation_id)
+            if record.status == "running" or stranded is not None:
                 # Nothing runs it here (the process that ran it is gone, or its run lost writes
                 # to a failing store): close its open calls honestly; if it was running, it is
                 # paused. Whole, and before anyone is handed the host.
                 if record.status == "running":
                     self.takeovers += 1
-                await settle(self.store.own(self._recover(host)))
-                self._stranded.discard(conversation_id)
+                await settle(self.store.own(self._recover(host, stranded)))
+                self._stranded.reconciled(conversation_id)
             self._roots[conversation_id] = host
         return host
 
-    async def _recover(self, host: ConversationHost) -> None:
+    async def _recover(self, host: ConversationHost, stranded: str | None) -> None:
+        """``stranded``: the ``status_reason`` to record when the store stopped its run."""
         await close_interrupted_calls(self.store, host)
         if host.record.status == "running":
-            await host.set_status("paused")
+            await host.set_status("paused", stranded)
 
-    def _strand(self, host: ConversationHost) -> None:
+    def _strand(self, host: ConversationHost, *, stopped_by_store: str | None) -> None:
         """A write of ``host``'s run failed (the store could not write): what it could not
-        record (a closing observation, its final status) is missing. Forget the host; the next
-        command, or the reconciler once the store writes again, loads it and ``host``
-        reconciles it. With replicas, whichever replica next runs a command on it does."""
+        record (a closing observation, its final status) is missing. Forget the host; once the
+        store writes again it is reconciled, and maybe resumed (``store_faults.py``)."""
         if self._roots.get(host.conversation_id) is host:
             del self._roots[host.conversation_id]
-        self._stranded.add(host.conversation_id)
-        if not self.ownership.shared and (self._reconciler is None or self._reconciler.done()):
-            self._reconciler = asyncio.create_task(self._reconcile_stranded(), name="reconcile conversations")
+        self._stranded.strand(host.conversation_id, stopped_by_store or self.store.health.reason or "a write failed",
+                              stopped_by_store=stopped_by_store is not None)
 
-    async def _reconcile_stranded(self) -> None:
-        while self._stranded:
-            await asyncio.sleep(RECONCILE_SECONDS)
-            for conversation_id in list(self._stranded):
-                try:
-                    await self.host(conversation_id)  # loading it reconciles it
-                except StoreUnavailable:
-                    break  # still failing: next round
-                except Exception as exc:  # deleted meanwhile, or our bug: do not retry forever
-                    if not isinstance(exc, ConversationNotFound):
-                        log.exception("could not reconcile conversation %s", conversation_id)
-                    self._stranded.discard(conversation_id)
+    @owned
+    async def reconcile(self, conversation_id: str, resume: bool, reason: str) -> None:
+        """Reconcile a conversation whose run the store stopped (on the replica owning it):
+        loading it closes what the run left open and records ``paused`` with the store's
+        reason; then, if ``resume`` and nobody ran or paused it since, run it again."""
+        if self.loaded(conversation_id) is None:
+            self._stranded.mark(conversation_id, reason)
+        host = await self.host(conversation_id)
+        stopped_by_store = (host.record.status_reason or "").startswith(STOPPED_BY_STORE)
+        if resume and stopped_by_store and host.record.status == "paused" and not host.running:
+            log.info("conversation %s resumes after the store's fault", conversation_id)
+            await self.run(conversation_id)
 
     def loaded(self, conversation_id: str) -> ConversationHost | None:
         """The host of a root this process holds in memory, if any."""
@@ -260,6 +257,7 @@ class Runtime(PermissionCommands, SubagentCommands):
     @owned
     async def send_message(self, conversation_id: str, content: str, *, run: bool = True) -> None:
         """Record a user message and deliver it; start a run unless one is going (it picks it up)."""
+        self._stranded.person_acted(conversation_id)
         host = await self.host(conversation_id)
         await host.emit(MessageEvent(role="user", source="user", content=content))
         host.deliver_user_message(content)
@@ -282,15 +280,17 @@ class Runtime(PermissionCommands, SubagentCommands):
 
     async def _run_root(self, host: ConversationHost, started: asyncio.Event) -> None:
         failures = self.store.health.failures
+        stopped_by_store: str | None = None
         try:
             await self.drive(host, started)
         except BackendError:
             pass  # recorded in the stream by drive()
         except StoreUnavailable as exc:
-            log.warning("conversation %s stopped: %s", host.conversation_id, exc.detail)
+            stopped_by_store = exc.reason
+            log.warning("conversation %s stopped: the store cannot write (%s)", host.conversation_id, exc.reason)
         finally:
             if self.store.health.failures != failures:  # some write failed meanwhile, maybe ours
-                self._strand(host)
+                self._strand(host, stopped_by_store=stopped_by_store)
                 await host.close()
 
     async def drive(self, host: ConversationHost, started: asyncio.Event | None = None) -> str | None:
@@ -301,6 +301,7 @@ class Runtime(PermissionCommands, SubagentCommands):
         recorded is its final status (``finished``, ``paused``, ``error``)."""
         host.clear_pause()
         outcome = "paused"  # a run cut short (interrupted, cancelled) ends paused
+        reason = None
         try:
             status_event_id = await host.set_status("running")
             self._bind_log_context(host, status_event_id)
@@ -313,7 +314,10 @@ class Runtime(PermissionCommands, SubagentCommands):
             return answer
         except asyncio.CancelledError:
             raise
-        except (BackendError, StoreUnavailable) as exc:
+        except StoreUnavailable as exc:  # not the run's fault: paused, saying why, until it resumes
+            reason = store_reason(exc.reason)
+            raise
+        except BackendError as exc:
             outcome = "error"
             await host.emit(AgentErrorEvent(error=exc.detail, code=exc.code))
             log.warning("run failed: %s (%s)", exc.detail, exc.code)
@@ -324,7 +328,7 @@ class Runtime(PermissionCommands, SubagentCommands):
             await host.emit(AgentErrorEvent(error=f"internal error: {exc!r}", code="internal_error"))
             raise BackendError(f"internal error: {exc!r}", code="internal_error") from exc
         finally:
-            await host.set_status(outcome)
+            await host.set_status(outcome, reason)
             log.info("run ended: %s", outcome)
 
     def _bind_log_context(self, host: ConversationHost, status_event_id: str | None) -> None:
@@ -340,11 +344,13 @@ class Runtime(PermissionCommands, SubagentCommands):
     @owned
     async def pause(self, conversation_id: str) -> None:
         """Stop at the next safe point (before the next model call)."""
+        self._stranded.person_acted(conversation_id)
         (await self.host(conversation_id)).request_pause()
 
     @owned
     async def interrupt(self, conversation_id: str) -> None:
         """Stop now: running tools are cancelled and closed (``failed`` / ``cancelled``)."""
+        self._stranded.person_acted(conversation_id)
         host = await self.host(conversation_id)
         if host.task is not None and not host.task.done():
             host.task.cancel("the run was interrupted")
@@ -375,6 +381,7 @@ class Runtime(PermissionCommands, SubagentCommands):
         return {
             "id": record.id,
             "status": record.status,
+            "status_reason": record.status_reason,
             "last_seq": await self.store.last_seq(record.root_id),
             "subagents": await self.subagents(conversation_id),
             "usage": record.usage.model_dump(),

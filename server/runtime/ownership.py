@@ -34,7 +34,7 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Protocol, TypeVar
 
 from server.bus import Bus
-from server.errors import BadRequest, Unavailable
+from server.errors import BadRequest, StoreUnavailable, Unavailable
 from server.settings import Settings
 from server.store import ConversationRecord, Store
 from server.store.leases import leases_for
@@ -228,6 +228,8 @@ class Ownership:
                 await self._runtime.unload(root_id)
                 if self._held.pop(root_id, None) is not None and self._leases is not None:
                     await self._leases.release(root_id, self.replica_id)
+            except StoreUnavailable as exc:  # the store's fault is told by the store: its lease lapses
+                log.debug("replica %s could not give conversation %s up: %s", self.replica_id, root_id, exc.reason)
             except Exception as exc:  # the command itself succeeded; an unreleased lease lapses
                 log.warning("replica %s could not give conversation %s up: %r", self.replica_id, root_id, exc)
 
@@ -244,6 +246,9 @@ class Ownership:
                 continue
             try:
                 kept: set[str] | None = await self._leases.renew(self.replica_id, held, self._seconds)
+            except StoreUnavailable as exc:  # told by the store once: retry, and fence in time
+                log.debug("replica %s could not renew its leases: %s", self.replica_id, exc.reason)
+                kept = None
             except Exception as exc:  # the database is unreachable: retry, and fence in time
                 log.warning("replica %s could not renew its leases: %r", self.replica_id, exc)
                 kept = None

@@ -2,7 +2,8 @@
 
 Every tool call of the tree without a terminal event is closed as ``failed`` (it may have run,
 and nobody saw it end), in the stream it belongs to and with its stamps; every sub-agent that
-never finished gets its ``SubagentFinishedEvent`` with status ``error``. A permission request
+never finished gets its ``SubagentFinishedEvent`` with status ``error`` (and, if its own status
+was left ``running``, ``paused``). A permission request
 left waiting is resolved ``cancelled`` (``answered_by="server"``), and the call that waited on
 it is closed as ``cancelled``: it never ran. A late answer to it is then a 409.
 """
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from server.events import (
     ACPToolCallEvent,
     ActionEvent,
+    ConversationStateUpdateEvent,
     Event,
     ObservationEvent,
     PermissionRequestEvent,
@@ -60,6 +62,12 @@ async def close_interrupted_calls(store: Store, root: ConversationHost) -> int:
     if waiting:
         await root.permissions.publish_recovered()
     for record in await store.tree(root.root_id):
+        if not record.is_root and record.status == "running":
+            # Its run ended unrecorded: cut short, as ``Runtime.drive`` records it.
+            await store.update_conversation(record.id, status="paused")
+            paused = ConversationStateUpdateEvent(key="status", value="paused")
+            paused.parent_tool_use_id, paused.subagent_id = record.parent_tool_use_id, record.id
+            await root.emit_in(record.id, paused)
         if not record.is_root and (record.subagent_status or "running") == "running":
             await store.update_conversation(record.id, subagent_status="error", result=f"interrupted: {REASON}")
             finished = SubagentFinishedEvent(status="error", result=f"interrupted: {REASON}", usage=record.usage)

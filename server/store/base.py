@@ -74,6 +74,9 @@ class ConversationRecord(BaseModel):
     workspace: str | None = None
     status: ConversationStatus = "idle"
     """idle, running, paused, finished, error (sub-agents: also completed/cancelled in the tree view)."""
+    status_reason: str | None = None
+    """Why the conversation has its status when neither its run nor a person chose it (the
+    store stopped the run: ``paused`` until the store writes again and it resumes)."""
     title: str | None = None
     usage: Usage = Field(default_factory=Usage)
     result: str | None = None

@@ -317,7 +317,7 @@ class GroupCommit:
         """The database failed under ``items``: fail them all, logging the submitted ones once."""
         submitted = sum(1 for item in items if item.future is None)
         if submitted:
-            log.error("%d submitted event(s) were not stored: %s", submitted, exc.detail)
+            log.warning("%d submitted event(s) were not stored: %s", submitted, exc.detail)
         for item in items:
             self._fail(item, exc, logged=True)
 

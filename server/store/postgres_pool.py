@@ -84,7 +84,7 @@ class PostgresPool:
         self.timeout = timeout
         """Seconds to wait for a connection (or to connect) before failing."""
         self.owned = OwnedWrites(f"postgres write {self.where}")
-        self.health = StoreHealth(self.where)
+        self.health = StoreHealth(self.where, probe=self.ready)
         self._max_size = max_size
         self._pool: asyncpg.Pool | None = None  # type: ignore[assignment]
 
@@ -109,6 +109,7 @@ class PostgresPool:
 
     async def close(self) -> None:
         """Wait for the writes in progress, then close every connection. Harmless twice."""
+        await self.health.close()
         await self.owned.drain()
         if self._pool is not None:
             pool, self._pool = self._pool, None

@@ -110,7 +110,9 @@ async def create_pool(url: str, *, max_size: int = 10, timeout: float = 10.0) ->
     connecting gives up after ``timeout`` seconds."""
     # asyncpg speaks the ``postgresql`` and ``postgres`` schemes only.
     dsn = url.replace("postgresql+asyncpg://", "postgresql://", 1)
-    return await asyncpg.create_pool(dsn, min_size=1, max_size=max_size, command_timeout=60, timeout=timeout)
+    # No floor of idle connections: asyncpg restores one in the background, and logs each failed
+    # attempt with a traceback while the database is down; connections are made when needed.
+    return await asyncpg.create_pool(dsn, min_size=0, max_size=max_size, command_timeout=60, timeout=timeout)
 
 
 async def migrate(pool: asyncpg.Pool, *, where: str) -> None:

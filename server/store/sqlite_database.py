@@ -61,7 +61,7 @@ class SQLiteDatabase:
         self.timeout = timeout
         """Seconds a statement waits for SQLite's lock (``busy_timeout``) before it fails."""
         self.owned = OwnedWrites(f"sqlite write {self.path}")
-        self.health = StoreHealth(self.path)
+        self.health = StoreHealth(self.path, probe=self.ready)
         self._reader_count = readers if self.path != MEMORY else 0
         self._lock = WriteLock()
         self._statements = StatementGroups(self.locked, self.owned)
@@ -108,6 +108,7 @@ class SQLiteDatabase:
 
     async def close(self) -> None:
         """Wait for the writes in progress, then close every connection."""
+        await self.health.close()
         await self.owned.drain()
         await self._close_connections()
 

@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from server.stream.close_codes import CloseCode
-from tests.api.helpers import scripted_agent
+from server.runtime.store_faults import STOPPED_BY_STORE
+from tests.api.helpers import all_events, scripted_agent
 from tests.api.socket_client import open_socket, read_until_closed
 from tests.faults import TcpProxy
 from tests.reliability.consistency import assert_consistent
@@ -67,7 +68,7 @@ async def test_sqlite_locked_answers_503_then_recovers(tmp_path: Path) -> None:
         await runs_to_the_end(server)
 
 
-async def test_a_run_cut_short_by_the_store_is_reconciled_once_it_writes_again(tmp_path: Path) -> None:
+async def test_a_run_cut_short_by_the_store_is_reconciled_and_resumed_once_it_writes_again(tmp_path: Path) -> None:
     settings = isolated_settings(tmp_path, store_timeout=0.3)
     async with taskwire_server(settings) as server:
         created = await server.client.post("/api/conversations", json={"agent": scripted_agent(SLEEPER), "initial_message": "go"})
@@ -81,13 +82,13 @@ async def test_a_run_cut_short_by_the_store_is_reconciled_once_it_writes_again(t
         with write_locked(str(tmp_path / "taskwire.db")):
             # The command ends; its observation, usage and status cannot be written.
             await wait_until(lambda: server.runtime.loaded(cid) is None, timeout=30, what="the run to stop on the store")
-        # Once the store writes again the conversation is reconciled by itself: its open call
-        # closed as failed, its status paused.
-        done = await wait_for_status(server.client, cid, {"paused"}, timeout=30)
-        await assert_consistent(server, cid)
-        assert done["status"] == "paused"
-        await server.client.post(f"/api/conversations/{cid}/run")
-        assert (await wait_for_status(server.client, cid, {"finished", "error"}))["status"] in ("finished", "error")
+        # Once the store writes again the conversation is reconciled by itself (its open call
+        # closed as failed, its status paused, saying why), then it resumes and finishes.
+        done = await wait_for_status(server.client, cid, {"finished", "error"}, timeout=30)
+        assert done["status"] == "finished", done
+        statuses = [(e["value"], e.get("reason")) for e in await all_events(server, cid)
+                    if e["kind"] == "ConversationStateUpdateEvent" and e["key"] == "status"]
+        assert any(status == "paused" and (reason or "").startswith(STOPPED_BY_STORE) for status, reason in statuses), statuses
         await assert_consistent(server, cid)
 
 
