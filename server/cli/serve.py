@@ -7,6 +7,7 @@ import asyncio
 import gc
 import ipaddress
 import logging
+import signal
 from pathlib import Path
 
 from rich.console import Console
@@ -24,6 +25,10 @@ that under a second and the longest pause to about 0.1 s; reference counting fre
 before. Set here, by the process's owner, not by the app: two apps may share a process."""
 
 err = Console(stderr=True, soft_wrap=True)  # commands stay whole, so they copy and paste
+
+
+INTERRUPTED = 128 + signal.SIGINT
+"""The exit status after a Ctrl-C (SIGINT), as a shell reports a command it interrupted."""
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -92,7 +97,11 @@ def run_serve(args: argparse.Namespace) -> int:
         for line in banner(settings, port):
             err.print(line)
 
-    BannerServer(config, announce).run(sockets=[listener])
+    try:
+        BannerServer(config, announce).run(sockets=[listener])
+    except KeyboardInterrupt:
+        # uvicorn re-raises the SIGINT it caught once it has shut down: the stop was clean.
+        return INTERRUPTED
     return 0
 
 
