@@ -87,12 +87,16 @@ def run_serve(args: argparse.Namespace) -> int:
     drop_settings()  # read: from here on no process this one starts can inherit them
     gc.set_threshold(*GC_THRESHOLDS)
     configure_logging(settings.log_format, settings.log_level)
-    config = uvicorn_config(create_app(settings), settings, log_level=settings.log_level.lower(), log_config=None)
+    # uvicorn's own start-up lines and its line per request say less than the banner and the
+    # runs' lines: they are written at DEBUG only.
+    debug = settings.log_level == "DEBUG"
+    uvicorn_level = "debug" if debug else max(settings.log_level, "WARNING", key=logging.getLevelName).lower()
+    config = uvicorn_config(create_app(settings), settings, log_level=uvicorn_level, log_config=None, access_log=debug)
     port = listener.getsockname()[1]
 
     def announce() -> None:
         if settings.log_format == "json":  # stderr stays one JSON object per line
-            logging.getLogger("server.cli").warning("taskwire listening on %s:%d", settings.host, port)
+            logging.getLogger("server.cli").info("taskwire listening on %s:%d", settings.host, port)
             return
         for line in banner(settings, port):
             err.print(line)

@@ -36,5 +36,5 @@ class StoreHealth:
 
     def succeeded(self) -> None:
         if self.reason is not None:
-            log.warning("the store at %s writes again (it could not: %s)", self._where, self.reason)
+            log.info("the store at %s writes again (it could not: %s)", self._where, self.reason)
             self.reason = None
