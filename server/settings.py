@@ -115,8 +115,9 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"
     """``json``: one JSON object per log line, with ``conversation_id``, ``subagent_id`` and
     ``trace_id`` where the line has them (``taskwire serve``)."""
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
-    """The least severe log lines written (``INFO`` adds a line per run start and end)."""
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """The least severe log lines written. ``INFO``: what the server starts, ends and refuses
+    (a line per run start and end, per refused request); ``DEBUG`` adds uvicorn's access log."""
     approval: Annotated[str | list[str], NoDecode] = "never"
     """Which tool calls of a native agent wait for a person when its spec names no
     ``approval``: ``never``, ``always``, or tool names (a JSON list or comma-separated)."""

@@ -17,8 +17,6 @@ import asyncio
 import collections
 import contextlib
 import logging
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +29,13 @@ import server
 from server.acp.answers import PermissionClient, PermissionPolicy
 from server.acp.child_sessions import RFD_UPDATES
 from server.acp.incoming import Incoming
+from server.child_processes import EXIT_GRACE, OWN_GROUP, end_group, exited_within
 from server.errors import ACPError
 
 log = logging.getLogger(__name__)
 
 STREAM_LIMIT = 50 * 1024 * 1024
 """Longest line the agent may send (a large file read arrives as one JSON-RPC message)."""
-EXIT_GRACE = 2.0
-"""Seconds an agent gets to exit on its own (stdin closed) before it is signalled."""
 
 class ACPSession:
     """One ACP agent subprocess holding one session."""
@@ -98,7 +95,7 @@ class ACPSession:
                 command, *args,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 env=env, cwd=str(cwd), limit=STREAM_LIMIT,
-                start_new_session=True,  # its own process group: close() ends its children too
+                **OWN_GROUP,  # a group signal reaches the server only; close() ends its children too
             )
         except FileNotFoundError as exc:
             raise ACPError(f"cannot start ACP agent: command {command!r} not found", code="acp_not_found") from exc
@@ -224,7 +221,7 @@ class ACPSession:
         if exc is None or (isinstance(exc, ValidationError) and self.last_prompt_result is not None):
             return None  # a raw answer the package's model did not accept is still an answer
         if isinstance(exc, ConnectionError):
-            await self._exited_within(EXIT_GRACE)  # its output ended first; its exit code follows
+            await exited_within(self.process, EXIT_GRACE)  # its output ended first; its exit code follows
             return ACPError(f"ACP agent {self.label!r} exited during the turn: {self.exit_detail()}", code="acp_crashed")
         if isinstance(exc, RequestError):
             return ACPError(f"ACP agent failed the prompt: {_request_error_text(exc)}{self.stderr_note()}", code="acp_prompt_failed")
@@ -287,16 +284,7 @@ class ACPSession:
         if self._closed:
             return
         self._closed = True
-        if self.process.stdin is not None:
-            with contextlib.suppress(OSError, RuntimeError):
-                self.process.stdin.close()
-        if not await self._exited_within(EXIT_GRACE):
-            self._signal_group(signal.SIGTERM)
-            if not await self._exited_within(EXIT_GRACE):
-                self._signal_group(signal.SIGKILL)
-                await self.process.wait()
-        # Whatever it started and left behind (its group) goes too.
-        self._signal_group(signal.SIGKILL)
+        await end_group(self.process)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.connection.close(), EXIT_GRACE)
         for task in self._tasks:
@@ -307,18 +295,6 @@ class ACPSession:
                 if not answer.done():
                     answer.set_result(None)
         self._asked.clear()
-
-    async def _exited_within(self, seconds: float) -> bool:
-        try:
-            await asyncio.wait_for(asyncio.shield(self.process.wait()), seconds)
-        except TimeoutError:
-            return False
-        return True
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, sig)
-
 
 def _skip_rfd_updates(connection: Any) -> None:
     """Have the package skip the subagents RFD's updates (``subagent_update``, ...): its models

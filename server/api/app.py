@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
@@ -26,6 +27,8 @@ from server.runtime.ownership import default_replica_id
 from server.settings import Settings
 from server.stream.limits import SubscriberLimit, WaitingRoom
 from server.telemetry.tracer import RecordTracer, tracing_enabled
+
+log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -55,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             if tracer is not None:
                 await tracer.stop()  # after the host: the statuses its stopping runs record end their spans
+        log.info("taskwire stopped")
 
     app = FastAPI(
         title="taskwire",

@@ -68,13 +68,15 @@ def install_error_handlers(app: FastAPI) -> None:
     async def taskwire_error(request: Request, exc: TaskwireError) -> JSONResponse:
         if isinstance(exc, Unavailable):
             # Expected while a dead replica's lease lapses: the client is told when to retry.
-            log.warning("%s %s: %s", request.method, request.url.path, exc.detail)
+            log.info("%s %s refused: %s (%s)", request.method, request.url.path, exc.detail, exc.code)
             response = error_response(exc.status_code, exc.detail, exc.code)
             if exc.retry_after is not None:
                 response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
             return response
         if exc.status_code >= 500:
             log.error("%s %s: %s", request.method, request.url.path, exc.detail)
+        else:  # the client's mistake or a refusal: said, not alarming
+            log.info("%s %s refused: %s (%s)", request.method, request.url.path, exc.detail, exc.code)
         return error_response(exc.status_code, exc.detail, exc.code)
 
     @app.exception_handler(RequestValidationError)
@@ -82,6 +84,7 @@ def install_error_handlers(app: FastAPI) -> None:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
         )
+        log.info("%s %s refused: %s (invalid_request)", request.method, request.url.path, problems)
         return error_response(422, problems or "invalid request", "invalid_request")
 
     @app.exception_handler(StarletteHTTPException)

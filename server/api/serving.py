@@ -26,6 +26,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.frames import CloseCode as WSCloseCode
 
 from server.settings import Settings
+from server.telemetry.logs import install_ended_early_filter
 
 PRE_AUTH_MAX_MESSAGE = 16_384
 """Bytes a client message may have before the socket is authenticated: an ``auth`` frame is a
@@ -40,6 +41,7 @@ def uvicorn_config(app: Any, settings: Settings, *, host: str | None = None, por
     """The uvicorn configuration for ``app``: inbound WebSocket messages capped at
     ``OH_MAX_BODY_BYTES`` (and far less before authentication). ``options`` go to uvicorn."""
     values: dict[str, Any] = {"log_level": "warning", "lifespan": "on", **options}
+    install_ended_early_filter()  # a slow AG-UI client cut off is logged at info, not as uvicorn's error
     return uvicorn.Config(
         app,
         host=settings.host if host is None else host,

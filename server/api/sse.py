@@ -26,6 +26,7 @@ from server.bus import Subscription
 from server.errors import ConversationNotFound, Unavailable
 from server.store import ConversationRecord, EventQuery, Store
 from server.stream import CloseCode, EventStream, SubagentNode
+from server.telemetry.logs import response_ended_early
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +175,7 @@ class AguiStream(Response):
             await asyncio.gather(pumping, leaving, beating, return_exceptions=True)
         if writer.stalled:
             self.state.subscriber_limit.record_close(CloseCode.TOO_SLOW)
+            response_ended_early()  # the response cannot be ended: the client reads nothing
             log.info("AG-UI stream of %s: the client took no data for %.1f s; cut off",
                      self.conversation.id, self.state.settings.ws_send_timeout)
             return

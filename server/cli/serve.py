@@ -7,6 +7,7 @@ import asyncio
 import gc
 import ipaddress
 import logging
+import signal
 from pathlib import Path
 
 from rich.console import Console
@@ -24,6 +25,10 @@ that under a second and the longest pause to about 0.1 s; reference counting fre
 before. Set here, by the process's owner, not by the app: two apps may share a process."""
 
 err = Console(stderr=True, soft_wrap=True)  # commands stay whole, so they copy and paste
+
+
+INTERRUPTED = 128 + signal.SIGINT
+"""The exit status after a Ctrl-C (SIGINT), as a shell reports a command it interrupted."""
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -82,17 +87,25 @@ def run_serve(args: argparse.Namespace) -> int:
     drop_settings()  # read: from here on no process this one starts can inherit them
     gc.set_threshold(*GC_THRESHOLDS)
     configure_logging(settings.log_format, settings.log_level)
-    config = uvicorn_config(create_app(settings), settings, log_level=settings.log_level.lower(), log_config=None)
+    # uvicorn's own start-up lines and its line per request say less than the banner and the
+    # runs' lines: they are written at DEBUG only.
+    debug = settings.log_level == "DEBUG"
+    uvicorn_level = "debug" if debug else max(settings.log_level, "WARNING", key=logging.getLevelName).lower()
+    config = uvicorn_config(create_app(settings), settings, log_level=uvicorn_level, log_config=None, access_log=debug)
     port = listener.getsockname()[1]
 
     def announce() -> None:
         if settings.log_format == "json":  # stderr stays one JSON object per line
-            logging.getLogger("server.cli").warning("taskwire listening on %s:%d", settings.host, port)
+            logging.getLogger("server.cli").info("taskwire listening on %s:%d", settings.host, port)
             return
         for line in banner(settings, port):
             err.print(line)
 
-    BannerServer(config, announce).run(sockets=[listener])
+    try:
+        BannerServer(config, announce).run(sockets=[listener])
+    except KeyboardInterrupt:
+        # uvicorn re-raises the SIGINT it caught once it has shut down: the stop was clean.
+        return INTERRUPTED
     return 0
 
 

@@ -59,7 +59,7 @@ class StoreHealth:
     def succeeded(self) -> None:
         if self.reason is None:
             return
-        log.warning("the store at %s writes again after %.1f s (it could not: %s)",
+        log.info("the store at %s writes again after %.1f s (it could not: %s)",
                     self._where, time.monotonic() - self._since, self.reason)
         self.reason = None
         for listener in list(self._listeners):

@@ -188,7 +188,7 @@ async def ensure_index(conn: asyncpg.Connection, *, where: str) -> bool:
         extension = await _trgm_schema(conn)
     count = await conn.fetchval("SELECT count(*) FROM event_text")
     if count > 100_000:
-        log.warning("building the body search index over %d events in %s (once)", count, where)
+        log.info("building the body search index over %d events in %s (once)", count, where)
     await conn.execute(
         f'CREATE INDEX IF NOT EXISTS {INDEX_NAME} ON event_text USING gin (text_body "{extension}".gin_trgm_ops) '
         "WITH (fastupdate = off)",

@@ -9,12 +9,38 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from typing import TextIO
 
 from server.telemetry import logcontext
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s%(taskwire_context)s"
+INCOMPLETE_RESPONSE = "ASGI callable returned without completing response"
+"""What uvicorn logs, at error, when an app returns before it has ended its response."""
+
+_ended_early: ContextVar[bool] = ContextVar("taskwire_response_ended_early", default=False)
+
+
+def response_ended_early() -> None:
+    """Say that the response being served is left unfinished on purpose (a client cut off for
+    not reading, already logged with its reason): uvicorn's error line about it is dropped."""
+    _ended_early.set(True)
+
+
+class EndedEarlyFilter(logging.Filter):
+    """On ``uvicorn.error``: drops ``INCOMPLETE_RESPONSE`` for a response ended early on
+    purpose (uvicorn logs it in the task that served the response, so the flag is seen)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_ended_early.get() and record.getMessage().startswith(INCOMPLETE_RESPONSE))
+
+
+def install_ended_early_filter() -> None:
+    """Put ``EndedEarlyFilter`` on uvicorn's error logger, once per process."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, EndedEarlyFilter) for f in logger.filters):
+        logger.addFilter(EndedEarlyFilter())
 
 
 class RunContextFilter(logging.Filter):

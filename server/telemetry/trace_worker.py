@@ -9,6 +9,8 @@ Run as ``python -m server.telemetry.trace_worker``; it speaks frames on stdin an
 4-byte big-endian length, then a pickle): first the config ``(capture_content, replica_id,
 environ, log_format, log_level)``, then ``("trace", rows)`` or ``("finish", end_ns)``, each
 answered by its ``Stats``. It ends after ``finish``, or when its stdin closes (the server is gone).
+It runs in a process group of its own and ignores SIGINT and SIGTERM (``server/child_processes.py``):
+a stop signalled to the server's group or cgroup reaches the server, whose shutdown sends ``finish``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import struct
 import sys
 from typing import Any, BinaryIO, Mapping, Sequence
 
+from server.child_processes import ignore_stop_signals
 from server.events import EventRecord
 from server.telemetry.otlp import SpanExport
 from server.telemetry.span_builder import SpanBuilder
@@ -83,12 +86,16 @@ def _read(stream: BinaryIO) -> Any:
     if len(header) < _LENGTH.size:
         return None  # the server closed our stdin: it is gone
     (size,) = _LENGTH.unpack(header)
-    return decode(stream.read(size))
+    body = stream.read(size)
+    if len(body) < size:
+        return None  # the server died mid-frame
+    return decode(body)
 
 
 def main() -> int:
     from server.telemetry.logs import configure_logging
 
+    ignore_stop_signals()
     stdin = sys.stdin.buffer
     # The protocol owns the original stdout; anything printed goes to stderr instead.
     stdout = os.fdopen(os.dup(1), "wb")

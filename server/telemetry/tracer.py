@@ -21,6 +21,7 @@ import time
 from collections import deque
 from typing import Any, Mapping
 
+from server.child_processes import OWN_GROUP
 from server.environment import peer_environment
 from server.events import EventRecord
 from server.settings import Settings
@@ -81,6 +82,7 @@ class RecordTracer:
         self._process: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task[None] | None = None
         self._before = (0, 0, 0)
+        self._open_spans = 0
         self.records_dropped = 0
         """Records not traced: the queue was full, or the worker died with them."""
         self.spans_exported = 0
@@ -126,8 +128,9 @@ class RecordTracer:
                 self._update(await self._call("finish", time.time_ns()))
                 assert self._process is not None
                 await self._process.wait()
-        except (WorkerGone, TimeoutError):
-            log.error("tracing: the tracing worker did not finish; spans still open are lost")
+        except (WorkerGone, TimeoutError) as exc:
+            why = "was gone" if isinstance(exc, WorkerGone) else f"did not finish within {STOP_TIMEOUT:g} s"
+            log.error("tracing: the tracing worker %s at shutdown; %d open spans are lost", why, self._open_spans)
         finally:
             self._end_worker()
 
@@ -162,6 +165,7 @@ class RecordTracer:
             sys.executable, "-m", "server.telemetry.trace_worker",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             env=peer_environment({}),  # never an OH_* setting (server/environment.py)
+            **OWN_GROUP,  # a stop signalled to our group reaches us only; stop() ends it in order
         )
         assert self._process.stdin is not None
         self._process.stdin.write(trace_worker.frame(self._config))
@@ -177,7 +181,7 @@ class RecordTracer:
             await process.stdin.drain()
             (size,) = _LENGTH.unpack(await process.stdout.readexactly(_LENGTH.size))
             return trace_worker.decode(await process.stdout.readexactly(size))
-        except (OSError, asyncio.IncompleteReadError) as exc:
+        except (OSError, RuntimeError, asyncio.IncompleteReadError) as exc:  # RuntimeError: its pipe closed
             raise WorkerGone(f"the tracing worker is gone: {exc!r}") from exc
         except asyncio.CancelledError:
             self._end_worker()
@@ -191,4 +195,5 @@ class RecordTracer:
     def _update(self, stats: trace_worker.Stats) -> None:
         """Take the worker's counts (its own since it started, over those of workers before it)."""
         exported, failed, not_built = self._before
+        self._open_spans = stats[3]
         self.spans_exported, self.spans_failed, self.spans_not_built = exported + stats[0], failed + stats[1], not_built + stats[2]

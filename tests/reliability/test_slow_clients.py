@@ -5,12 +5,14 @@ and long before uvicorn's keepalive would drop it with 1011."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 from contextlib import AsyncExitStack
 from pathlib import Path
 
 from websockets.asyncio.client import connect
 
+from server.settings import Settings
 from server.stream import CloseCode
 from tests.api.helpers import create
 from tests.api.socket_client import (
@@ -77,7 +79,27 @@ async def test_an_agui_stream_whose_client_stops_reading_is_cut_off_and_resumes(
     """Server-Sent Events have no close code: the stuck stream is ended, its subscriber place
     freed, and the client resumes from the last id it read, missing nothing."""
     settings = isolated_settings(tmp_path, ws_queue_size=QUEUE, ws_send_timeout=0.5)
+    uvicorn_lines = Recorded()
+    try:
+        await cut_off_and_resume(settings, uvicorn_lines)
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(uvicorn_lines)
+    # An expected outcome reads as one: taskwire's own line says why, at info; no error.
+    assert not [r.getMessage() for r in uvicorn_lines.records if r.levelno >= logging.ERROR]
+
+
+class Recorded(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+async def cut_off_and_resume(settings: Settings, uvicorn_lines: logging.Handler) -> None:
     async with taskwire_server(settings) as server:
+        logging.getLogger("uvicorn.error").addHandler(uvicorn_lines)  # after uvicorn configured its logging
         conversation = (await create(server, run=False))["id"]
         port = int(server.url.rsplit(":", 1)[1])
         keys = server.settings.session_api_keys

@@ -1,0 +1,109 @@
+"""``taskwire serve`` stopped as an operator stops it: a signal to its whole process group (a
+terminal's Ctrl-C, ``kill -- -PGID``), then what is left of it and what it printed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.servers import REPO, START_TIMEOUT
+from tests.services import free_port, wait_until
+
+STOP_TIMEOUT = 90.0
+
+
+def children(pid: int) -> set[int]:
+    """Every living descendant of ``pid``, read from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    left = set()
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2] != "Z":
+            left.add(pid)
+    return left
+
+
+class GroupServer:
+    """``taskwire serve`` leading a session of its own, as a shell's job would."""
+
+    def __init__(self, folder: Path, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+        self.log_path = folder / "serve.log"
+        self.env = {**env, "OH_WORKSPACE_PATH": str(folder / "workspace")}
+        self.process: subprocess.Popen[bytes] | None = None
+
+    async def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "server.cli", "serve", "--port", str(self.port)],
+                cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        await wait_until(self._answers, timeout=START_TIMEOUT, what=f"the server to answer ({self.log()})")
+
+    async def _answers(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise AssertionError(f"the server exited with {self.process.returncode}: {self.log()}")
+        try:
+            return (await self.client.get("/alive")).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def descendants(self) -> set[int]:
+        assert self.process is not None
+        return children(self.process.pid)
+
+    async def signal_group(self, sig: signal.Signals) -> int:
+        """Send ``sig`` to the server's whole process group; its exit status once it is gone."""
+        assert self.process is not None
+        os.killpg(self.process.pid, sig)
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(self.process.wait), STOP_TIMEOUT)
+        except TimeoutError:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            await asyncio.to_thread(self.process.wait)
+            raise AssertionError(f"the server did not stop within {STOP_TIMEOUT:g} s: {self.log()}") from None
+        finally:
+            await self.client.aclose()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    async def end(self) -> None:
+        """Kill what is left (a failed test's cleanup)."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            await asyncio.to_thread(self.process.wait)
+
+
+def stopped_cleanly(status: int, sig: signal.Signals) -> bool:
+    """Exit 0, or death by the signal itself (uvicorn re-raises the signal it caught)."""
+    return status in (0, -sig, 128 + sig)
