@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 import traceback
+import uuid
 from typing import Any
 
 PROTOCOL = 1
@@ -273,6 +274,7 @@ class Driver:
         )
         self.conversation = Conversation(
             agent=agent, workspace=config["workspace"], persistence_dir=config.get("persistence_dir"),
+            conversation_id=uuid.UUID(config["conversation_id"]) if config.get("conversation_id") else None,
             visualizer=StreamVisualizer(), max_iteration_per_run=int(config.get("max_iterations") or 50),
         )
         self.inbox: queue.Queue[str | None] = queue.Queue()

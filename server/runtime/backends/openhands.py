@@ -18,6 +18,7 @@ import functools
 import logging
 import os
 import signal
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ DRIVER = Path(__file__).resolve().parents[2] / "openhands" / "driver.py"
 INTERRUPT_TIMEOUT = 10.0
 """Seconds an interrupted run waits for OpenHands to pause its sub-agents and itself."""
 CLOSE_TIMEOUT = 5.0
+STATE_DIR = ".taskwire/openhands"
+"""OpenHands' own persisted conversation, under the workspace."""
 STDERR_LINES = 40
 LINE_LIMIT = 64 * 1024 * 1024
 
@@ -71,6 +74,8 @@ class OpenHandsBackend:
         self._failure: OpenHandsError | None = None
         self._root_usage = Usage()
         self._closed = False
+        self._ending = False
+        """The driver is being ended on purpose (its exit is no failure)."""
 
     @classmethod
     def from_spec(cls, agent: dict[str, Any], host: AgentHost) -> OpenHandsBackend:
@@ -85,6 +90,10 @@ class OpenHandsBackend:
             "llm": driver_llm(spec, host.settings), "tools": spec.tools, "subagent_types": spec.subagent_types,
             "tool_concurrency_limit": spec.tool_concurrency_limit, "max_iterations": spec.max_iterations,
             "workspace": str(host.workspace),
+            # OpenHands keeps its own conversation there, so a new driver (after a restart, or an
+            # interrupt OpenHands could not honour in time) goes on with the same history.
+            "conversation_id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"taskwire:{host.conversation_id}")),
+            "persistence_dir": str(Path(host.workspace) / STATE_DIR),
         }
         return cls(spec, python, config)
 
@@ -129,6 +138,10 @@ class OpenHandsBackend:
             await self._send("interrupt")
             if run_end is not None:
                 await asyncio.wait({run_end}, timeout=INTERRUPT_TIMEOUT)
+        if run_end is not None and not run_end.done():
+            # OpenHands pauses between steps only (an LLM request in flight is waited for): end
+            # the driver; the next message starts a new one on OpenHands' persisted history.
+            await self._end_driver(kill=True)
         async with self._lock:
             await self._apply(self.dispatcher.close("the run was interrupted"))
 
@@ -195,7 +208,7 @@ class OpenHandsBackend:
         except ProtocolError as exc:
             failure = OpenHandsError(f"the OpenHands driver spoke out of protocol: {exc}", code="openhands_protocol")
         code = await self._process.wait()
-        if self._closed:
+        if self._closed or self._ending:
             return
         if failure is None:
             if self._stderr_task is not None:
@@ -251,17 +264,16 @@ class OpenHandsBackend:
 
     # -- the end --------------------------------------------------------------------------
 
-    async def close(self) -> None:
-        """End the driver, close what is still open. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        process = self._process
+    async def _end_driver(self, *, kill: bool = False) -> None:
+        """Stop the driver (asked to shut down, or killed) and its readers; a later run starts
+        a new one."""
+        process, self._ending = self._process, True
         if process is not None and process.returncode is None:
-            with contextlib.suppress(OpenHandsError, OSError):
-                await self._send("shutdown")
+            if not kill:
+                with contextlib.suppress(OpenHandsError, OSError):
+                    await self._send("shutdown")
             try:
-                await asyncio.wait_for(process.wait(), CLOSE_TIMEOUT)
+                await asyncio.wait_for(process.wait(), 0 if kill else CLOSE_TIMEOUT)
             except asyncio.TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     process.send_signal(signal.SIGKILL)
@@ -270,6 +282,15 @@ class OpenHandsBackend:
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+        self._process = self._pump = self._stderr_task = None
+        self._ending = False
+
+    async def close(self) -> None:
+        """End the driver, close what is still open. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._end_driver()
         if ROOT not in self._hosts:
             return
         try:
