@@ -9,11 +9,14 @@ PEERS_STAMP := peers/node_modules/.installed
 PHOENIX_VENV := .venv-phoenix
 PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
 PHOENIX_LOCK := tests/telemetry/phoenix-requirements.txt
+OPENHANDS_VENV := .venv-openhands
+OPENHANDS_STAMP := $(OPENHANDS_VENV)/.installed
+OPENHANDS_LOCK := server/openhands/requirements.txt
 # Real clients written by others that the tests drive (ACP SDK, AG-UI), each pinned in its own lock file.
 CLIENT_STAMPS := clients/acp/node_modules/.installed clients/agui/node_modules/.installed
 DEMO_SCRIPT ?= config/demo/two_subagents.yaml
 
-.PHONY: run test bench bench-peers setup peers clients acp-client agui-client phoenix services browser clean
+.PHONY: run test bench bench-peers setup peers clients acp-client agui-client phoenix openhands services browser clean
 
 setup: $(VENV_STAMP)
 
@@ -50,6 +53,12 @@ $(PHOENIX_STAMP): $(PHOENIX_LOCK)
 	$(PHOENIX_VENV)/bin/python -m pip install --quiet -r $(PHOENIX_LOCK) && touch $@ \
 		|| echo "arize-phoenix not installed: the Phoenix trace tests will skip (and fail in CI)"
 
+# openhands-sdk/-tools 1.58.2 (Python 3.12) for `kind: openhands` agents; quiet unless it fails.
+openhands: $(OPENHANDS_STAMP)
+
+$(OPENHANDS_STAMP): $(OPENHANDS_LOCK)
+	@scripts/openhands-venv.sh $(OPENHANDS_VENV) $(OPENHANDS_LOCK) $@
+
 services:
 	@scripts/ensure-services.sh
 
@@ -63,7 +72,7 @@ run: setup
 	OH_LLM_SCRIPT=$${OH_LLM_SCRIPT:-$(DEMO_SCRIPT)} \
 	$(VENV)/bin/taskwire serve
 
-test: setup peers clients phoenix services browser
+test: setup peers clients phoenix openhands services browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup clients services
@@ -80,4 +89,4 @@ bench-peers: setup
 	$(if $(filter langgraph,$(PEERS)),$(PY) bench/peers/langgraph.py $(BENCH_LANGGRAPH_ARGS))
 
 clean:
-	rm -rf $(VENV) $(PHOENIX_VENV) bench/peers/.venv-openhands bench/peers/.venv-langgraph peers/node_modules clients/*/node_modules workspace .pytest_cache
+	rm -rf $(VENV) $(PHOENIX_VENV) $(OPENHANDS_VENV) bench/peers/.venv-openhands bench/peers/.venv-langgraph peers/node_modules clients/*/node_modules workspace .pytest_cache

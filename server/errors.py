@@ -189,6 +189,12 @@ class ClaudeSDKError(BackendError):
     code = "claude_sdk_error"
 
 
+class OpenHandsError(BackendError):
+    """The OpenHands driver failed (it exited, spoke out of protocol, or OpenHands raised)."""
+
+    code = "openhands_error"
+
+
 class ToolError(TaskwireError):
     """A tool failed in a way the model should see and may recover from."""
 

@@ -137,6 +137,10 @@ class Settings(BaseSettings):
     """Default script (path or inline YAML) when ``OH_LLM_API=scripted``."""
     llm_timeout: float = 120.0
     """Seconds before an LLM request is abandoned."""
+    openhands_python: str | None = None
+    """The Python 3.12 interpreter with openhands-sdk/-tools 1.58.2 (``make openhands``:
+    ``.venv-openhands/bin/python``) that runs ``kind: openhands`` agents; unset: none can be
+    created (400 ``openhands_unavailable``)."""
 
     config_file: Path | None = None
     """The TOML file read under the environment (default ``config/taskwire.toml``)."""

@@ -137,6 +137,28 @@ class ClaudeSDKAgentSpec(_Spec):
     starting Claude Code: each prompt plays the transcript's next turn. For demos and tests."""
 
 
+class OpenHandsAgentSpec(_Spec):
+    """OpenHands' own ``Agent`` (openhands-sdk 1.58.2) with its ``task`` sub-agents, run by
+    taskwire's driver in ``OH_OPENHANDS_PYTHON`` (see docs/openhands.md)."""
+
+    kind: Literal["openhands"]
+    llm: LLMSpec | None = None
+    """``model`` (a LiteLLM name, e.g. ``openai/gpt-4o``), ``base_url``, ``api_key``; omitted
+    fields come from ``OH_LLM_*`` (``api`` and ``script`` do not apply)."""
+    tools: list[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,63}$")]] = Field(default_factory=lambda: ["task"])
+    """OpenHands tool names (``terminal``, ``file_editor``, ``task_tracker``; ``task`` is its
+    TaskToolSet). ``think`` and ``finish`` are always there."""
+    subagent_types: list[ProcessText] = Field(default_factory=list)
+    """Markdown agent files (OpenHands' format), relative to the workspace, registered besides
+    the built-in types and the workspace's ``.agents/agents/*.md``."""
+    tool_concurrency_limit: Annotated[int, Field(ge=1, le=64), BeforeValidator(_integral)] = 4
+    """Tool calls of one response run at once (so many ``task`` calls run in parallel)."""
+    max_iterations: Annotated[int, Field(ge=1, le=10_000), BeforeValidator(_integral)] = 50
+    """Steps per run of the main agent (OpenHands' ``max_iteration_per_run``)."""
+    startup_timeout: float = Field(default=120.0, gt=0)
+    """Seconds for the driver to import OpenHands and build the conversation."""
+
+
 def _kind(value: Any) -> Any:
     """The spec's ``kind``; an object without one is a native agent (its ``kind`` has a default)."""
     if isinstance(value, dict):
@@ -149,9 +171,10 @@ AgentSpec = Annotated[
         Annotated[NativeAgentSpec, Tag("native")],
         Annotated[ACPAgentSpec, Tag("acp")],
         Annotated[ClaudeSDKAgentSpec, Tag("claude_sdk")],
+        Annotated[OpenHandsAgentSpec, Tag("openhands")],
     ],
     Discriminator(_kind, custom_error_type="invalid_agent_kind",
-                  custom_error_message="agent.kind must be native, acp or claude_sdk"),
+                  custom_error_message="agent.kind must be native, acp, claude_sdk or openhands"),
 ]
 
 

@@ -82,6 +82,19 @@ def need_postgres() -> None:
     need(postgres_available(), f"PostgreSQL does not answer at {POSTGRES_URL} (run `make services`)")
 
 
+OPENHANDS_PYTHON = os.environ.get(
+    "TASKWIRE_TEST_OPENHANDS_PYTHON", str(Path(__file__).resolve().parents[1] / ".venv-openhands/bin/python")
+)
+
+
+def need_openhands() -> str:
+    """The OpenHands driver's interpreter (``make openhands``); skips (fails in CI) without it."""
+    python = Path(OPENHANDS_PYTHON)
+    installed = "TASKWIRE_TEST_OPENHANDS_PYTHON" in os.environ or (python.parents[1] / ".installed").exists()
+    need(python.exists() and installed, f"no OpenHands venv at {OPENHANDS_PYTHON} (run `make openhands`; it needs Python 3.12)")
+    return OPENHANDS_PYTHON
+
+
 def need_redis() -> None:
     need(redis_available(), f"Redis does not answer at {REDIS_URL} (run `make services`)")
 

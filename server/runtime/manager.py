@@ -143,6 +143,12 @@ class Runtime(PermissionCommands, SubagentCommands):
         whose client names the thread, as AG-UI's does); raises ``Conflict``
         (``conversation_exists``) when it is taken. ``workspace`` must lie under a workspace
         root (``workspaces.py``; ``InvalidWorkspace`` otherwise) unless ``confined`` is false."""
+        if agent.get("kind") == "openhands" and not self.settings.openhands_python:
+            raise BadRequest(
+                "kind openhands needs the OpenHands interpreter: set OH_OPENHANDS_PYTHON to a Python 3.12 "
+                "with openhands-sdk 1.58.2 (`make openhands` builds .venv-openhands/bin/python)",
+                code="openhands_unavailable",
+            )
         conversation_id = conversation_id or new_id()
         folder = prepare_workspace(self.settings, workspace, conversation_id, confined=confined)
         record = ConversationRecord(id=conversation_id, root_id=conversation_id, agent=agent, workspace=str(folder))

@@ -40,6 +40,9 @@ async def build_backend(
     if kind == "claude_sdk":
         claude_sdk = await _imported("server.runtime.backends.claude_sdk")
         return claude_sdk.ClaudeSDKBackend.from_spec(agent, host)
+    if kind == "openhands":
+        openhands = await _imported("server.runtime.backends.openhands")
+        return openhands.OpenHandsBackend.from_spec(agent, host)
     raise BackendError(f"unknown agent kind {kind!r}", code="bad_agent")
 
 

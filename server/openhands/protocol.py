@@ -1,0 +1,60 @@
+"""The JSON-lines protocol between taskwire and its OpenHands driver (``driver.py``), Sans-I/O.
+
+taskwire -> driver (the driver's stdin), one object a line:
+
+- first line ``{"op": "configure", "config": {...}}`` (LLM, tools, sub-agent types, workspace);
+- ``{"op": "message", "text": ...}``: a user message; the driver runs the conversation on it;
+- ``{"op": "interrupt"}``: pause running sub-agents, then the main agent;
+- ``{"op": "shutdown"}``.
+
+driver -> taskwire (a private duplicate of its fd 1), each with ``v`` (1) and ``seq``:
+
+- ``ready`` (``openhands_sdk``: its version, ``pid``) / ``fatal`` (``code``, ``error``);
+- ``event``: one OpenHands event (``event``: its ``model_dump``), stamped
+  ``parent_tool_use_id`` (``None`` for the main agent), ``ancestry`` (spawning call ids, outermost
+  first), ``depth``, ``label`` (the task's description) and ``subagent_type``;
+- ``task_result``: a ``task`` call (``tool_call_id``) ended, sent the moment its sub-agent ends
+  (``status``, ``is_error``, ``text``, ``usage``);
+- ``run_end``: the conversation's run returned (``status``: OpenHands' execution status,
+  ``error``, ``usage``: the main agent's totals so far);
+- ``dropped``: ``count`` reports lost because taskwire read too slowly.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+VERSION = 1
+
+
+@dataclass(slots=True)
+class Report:
+    """One line from the driver."""
+
+    type: str
+    seq: int = 0
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class ProtocolError(ValueError):
+    """A line from the driver that is not a protocol message."""
+
+
+def parse_line(line: bytes | str) -> Report:
+    """One driver line as a ``Report``; ``ProtocolError`` if it is not one."""
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        raise ProtocolError(f"not JSON: {line[:200]!r}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise ProtocolError(f"not a driver message: {line[:200]!r}")
+    if data.get("v", VERSION) != VERSION:
+        raise ProtocolError(f"driver speaks protocol v{data.get('v')}, taskwire v{VERSION}")
+    return Report(type=data["type"], seq=int(data.get("seq") or 0), data=data)
+
+
+def command(op: str, **fields: Any) -> bytes:
+    """One line to the driver."""
+    return (json.dumps({"op": op, **fields}) + "\n").encode()

@@ -1,0 +1,57 @@
+"""Recorded OpenHands driver output, as the dispatcher sees it, and a log of its actions by lane."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from server.openhands.dispatch import Action, Emit, FinishLane, Lane, RunEnded, StartLane
+from server.openhands.protocol import Report, parse_line
+
+HERE = Path(__file__).parent
+
+
+def fixture_reports(path: Path) -> list[Report]:
+    """The shared fixture's lines (recorded before the driver's protocol existed: no ``type``,
+    the stamp only) as the driver reports them."""
+    reports = []
+    for line in path.read_text().splitlines():
+        data = json.loads(line)
+        parent = data["parent_tool_use_id"]
+        reports.append(Report("event", data["seq"], {**data, "type": "event", "ancestry": [parent] if parent else []}))
+    return reports
+
+
+def driver_reports(path: Path) -> list[Report]:
+    """A driver's own output, recorded."""
+    return [parse_line(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class ActionLog:
+    """What the dispatcher asked for, by lane."""
+
+    def __init__(self) -> None:
+        self.by_lane: dict[Lane, list[Action]] = defaultdict(list)
+        self.order: list[Action] = []
+
+    def add(self, actions: list[Action]) -> None:
+        for action in actions:
+            self.order.append(action)
+            self.by_lane[getattr(action, "lane", None)].append(action)
+
+    def kinds(self, lane: Lane) -> list[str]:
+        return [a.event.kind if isinstance(a, Emit) else type(a).__name__ for a in self.by_lane[lane]]
+
+    def events(self, lane: Lane) -> list[Any]:
+        return [a.event for a in self.by_lane[lane] if isinstance(a, Emit)]
+
+    def started(self) -> dict[str, StartLane]:
+        return {a.lane: a for a in self.order if isinstance(a, StartLane)}
+
+    def finished(self) -> dict[str, FinishLane]:
+        return {a.lane: a for a in self.order if isinstance(a, FinishLane)}
+
+    def run_ends(self) -> list[RunEnded]:
+        return [a for a in self.order if isinstance(a, RunEnded)]
