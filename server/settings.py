@@ -20,6 +20,8 @@ from pydantic_settings import (
 )
 
 from server.permissions.policy import approval_setting
+from server.resources import DEFAULT_CONFIG_FILE as BUNDLED_CONFIG_FILE
+from server.resources import bundled_file
 
 DEFAULT_CONFIG_FILE = "config/taskwire.toml"
 DEFAULT_TOOL_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "USER", "SHELL")
@@ -159,8 +161,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        path = os.environ.get("OH_CONFIG_FILE", DEFAULT_CONFIG_FILE)
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=path if Path(path).is_file() else None)
+        path = config_file_path()
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=path if path.is_file() else None)
         return (init_settings, env_settings, toml)
 
     @field_validator("log_level", mode="before")
@@ -175,7 +177,7 @@ class Settings(BaseSettings):
     @property
     def config_dir(self) -> Path:
         """The folder of the TOML settings file (where the demo scripts live)."""
-        return Path(self.config_file or DEFAULT_CONFIG_FILE).resolve().parent
+        return (self.config_file or config_file_path()).resolve().parent
 
     def workspace_roots_resolved(self) -> list[Path]:
         """Every folder a workspace may lie under, resolved: ``workspace_path`` first."""
@@ -194,5 +196,16 @@ class Settings(BaseSettings):
             "model": self.llm_model,
             "base_url": self.llm_base_url,
             "api_key": self.llm_api_key,
-            "script": self.llm_script,
+            "script": bundled_file(self.llm_script) if self.llm_script else None,
         }
+
+
+def config_file_path() -> Path:
+    """The settings file: ``OH_CONFIG_FILE`` (read only if it exists), else
+    ``config/taskwire.toml`` in the current folder (a checkout), else the bundled one (an
+    installed package started anywhere)."""
+    named = os.environ.get("OH_CONFIG_FILE")
+    if named:
+        return Path(named)
+    here = Path(DEFAULT_CONFIG_FILE)
+    return here if here.is_file() else BUNDLED_CONFIG_FILE

@@ -16,9 +16,9 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from server.api.auth import require_api_key
 from server.api.openapi import errors
-from server.runtime.agent_types import PROJECT_ROOT
+from server.resources import CONFIG_DIR
 
-DEMO_DIR = PROJECT_ROOT / "config" / "demo"
+DEMO_DIR = CONFIG_DIR / "demo"
 
 SCENARIOS = {
     "two_subagents": "Run the demo: a command, then two sub-agents in parallel.",
@@ -65,7 +65,7 @@ async def list_demo_scenarios(
     for name in SCENARIOS:
         path = scenario_script(name)
         if not path.is_file():
-            continue  # an installed package without the repository's config/ folder
+            continue  # a scenario removed from this installation
         description = await asyncio.to_thread(_describe, path)
         body = scenario_request(name, pace)
         scenarios.append({"name": name, "description": description, "request": body})

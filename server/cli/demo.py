@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import Any
 
 from rich.console import Console
 
 from server.api.demo import SCENARIOS, scenario_request
 from server.cli.rows import tool_row
-from server.client import APIError, Client, ClientError
+from server.client import APIError, Client, ClientError, run_ended_text
 
 ROW = "{seq:>4}  {call:<24} {status:<11} {parent:<24} {title}"
 
@@ -36,7 +37,7 @@ async def run_demo(args: argparse.Namespace) -> int:
     async with Client(args.url, api_key=args.api_key) as client:
         try:
             info = await client.server_info()
-            conversation = await client.create(**scenario_request(args.scenario, args.pace))
+            conversation = await client.create(**await _scenario_body(client, args.scenario, args.pace))
         except APIError as exc:
             console.print(f"[red]the server refused the conversation ({exc.status}):[/red] {exc.detail}")
             return 1
@@ -62,5 +63,16 @@ async def run_demo(args: argparse.Namespace) -> int:
         except ClientError as exc:
             console.print(f"[red]stopped watching:[/red] {exc}")
             return 1
-    console.print(f"run ended: [bold]{live.status}[/bold]")
+    console.print(f"run ended: [bold]{run_ended_text(live.status, live.error)}[/bold]", highlight=False)
     return 0 if live.status == "finished" else 1
+
+
+async def _scenario_body(client: Client, name: str, pace: float) -> dict[str, Any]:
+    """The body that starts scenario ``name``: as the server offers it (the script where that
+    server has it, so a server installed anywhere finds it), else as this package names it
+    (a server whose LLM is not the scripted one: the request asks for the scripted one)."""
+    offered = await client.demo_scenarios(pace=pace)
+    for scenario in offered.get("scenarios") or []:
+        if scenario.get("name") == name and isinstance(scenario.get("request"), dict):
+            return scenario["request"]
+    return scenario_request(name, pace)

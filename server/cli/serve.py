@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.console import Console
 
 from server.cli.banner import banner
+from server.resources import bundled_file
 from server.settings import Settings
 from server.settings_problems import SettingsProblem, load_settings
 
@@ -38,7 +39,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     serve.set_defaults(handler=run_serve)
 
     mock = commands.add_parser("mock-llm", help="serve a scripted LLM over HTTP (OpenAI and Anthropic dialects)")
-    mock.add_argument("--script", required=True, help="a script file (see docs/scripted-llm.md)")
+    mock.add_argument("--script", required=True, help="a script file (see docs/scripted-llm.md); config/demo/<name>.yaml names a bundled one from any folder")
     mock.add_argument("--host", default="127.0.0.1")
     mock.add_argument("--port", type=int, default=8765)
     mock.add_argument("--log", help="append every request body to this JSONL file")
@@ -132,7 +133,7 @@ async def store_problem(settings: Settings) -> str | None:
 def run_mock_llm(args: argparse.Namespace) -> int:
     from server.llm.mock_server import serve_mock_llm
 
-    script = args.script
+    script = bundled_file(args.script)  # config/demo/*.yaml works from any folder
     if not Path(script).is_file():
         err.print(f"[red]no such script file:[/red] {script}")
         return 2

@@ -22,7 +22,7 @@ from rich.live import Live
 
 from server.cli.banner import taskwire_command
 from server.cli.event_tree import render
-from server.client import RUN_ENDS, Client, StreamRefused, Tree, Unreachable
+from server.client import RUN_ENDS, Client, StreamRefused, Tree, Unreachable, run_ended_text
 
 REDRAWS_PER_SECOND = 8
 
@@ -57,7 +57,7 @@ async def run_watch(args: argparse.Namespace, console: Console | None = None) ->
     if not console.is_terminal:
         console.line()
     if outcome in RUN_ENDS:
-        console.print(f"run ended: [bold]{outcome}[/bold]")
+        console.print(f"run ended: [bold]{run_ended_text(outcome, tree.error)}[/bold]", highlight=False)
         return 0 if outcome == "finished" else 1
     console.print(f"[red]{outcome}[/red]")
     return 2

@@ -11,7 +11,7 @@ imports the server's runtime. See docs/client.md.
 """
 
 from server.client.errors import APIError, ClientError, ProtocolError, StreamRefused, Unreachable
-from server.client.frames import RUN_ENDS, UnknownEvent, parse_frame, root_status
+from server.client.frames import RUN_ENDS, UnknownEvent, parse_frame, root_status, run_ended_text
 from server.client.live import LiveEvents
 from server.client.rest import Client, EventPage
 from server.client.tree import Message, Subagent, ToolCall, Tree, call_title, describe
@@ -35,4 +35,5 @@ __all__ = [
     "describe",
     "parse_frame",
     "root_status",
+    "run_ended_text",
 ]

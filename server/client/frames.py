@@ -39,6 +39,12 @@ def parse_frame(data: str | bytes | dict[str, Any]) -> Event | None:
         raise ProtocolError(f"invalid {frame['kind']} frame: {exc}") from exc
 
 
+def run_ended_text(status: str | None, error: str | None) -> str:
+    """``status``, and for a run that ended in error, why (the agent's error message)."""
+    status = status or "unknown"
+    return f"{status}: {error}" if status == "error" and error else status
+
+
 def root_status(event: Event) -> str | None:
     """The root conversation's new status, if ``event`` is a change of it."""
     if isinstance(event, ConversationStateUpdateEvent) and event.key == "status" and event.subagent_id is None:

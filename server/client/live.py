@@ -20,7 +20,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from server.client.errors import StreamRefused, Unreachable
 from server.client.frames import RUN_ENDS, is_full_state, parse_frame, root_status
-from server.events import Event, StreamingDeltaEvent
+from server.events import AgentErrorEvent, Event, StreamingDeltaEvent
 from server.stream.close_codes import CloseCode
 
 REFUSALS = frozenset({CloseCode.BAD_REQUEST, CloseCode.UNAUTHORIZED, CloseCode.UNKNOWN_CONVERSATION})
@@ -73,6 +73,8 @@ class LiveEvents:
         """The latest connection's first frame (status, ``last_seq``, usage, the sub-agent tree)."""
         self.status: str | None = None
         """The root's status as the stream has told it so far."""
+        self.error: str | None = None
+        """Why the root's latest run could not go on: its last ``AgentErrorEvent``'s message."""
         self.connections = 0
         """How many times a socket opened (1 + reconnects)."""
         self._snapshot_seq = 0
@@ -150,6 +152,10 @@ class LiveEvents:
         status = root_status(event)
         if status is not None:
             self.status = status
+            if status == "running":
+                self.error = None  # a new run: an earlier run's error is not this one's reason
+        elif isinstance(event, AgentErrorEvent) and event.subagent_id is None:
+            self.error = event.error
         return True
 
     def _run_ended(self) -> bool:

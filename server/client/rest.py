@@ -182,6 +182,11 @@ class Client:
     async def server_info(self) -> dict[str, Any]:
         return await self._call("GET", "/server_info")
 
+    async def demo_scenarios(self, *, pace: float = 0.0) -> dict[str, Any]:
+        """``GET /api/demo``: the scenarios the server offers, each with the body that starts it
+        there (its script as the server names it, wherever the server was installed)."""
+        return await self._call("GET", "/api/demo", params={"pace": pace} if pace > 0 else None)
+
     async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = await self._http.request(method, path, **kwargs)

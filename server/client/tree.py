@@ -146,6 +146,8 @@ class Tree:
         """Every sub-agent seen, by id."""
         self.waiting: list[Subagent] = []
         """Sub-agents whose spawning call has not arrived."""
+        self.error: str | None = None
+        """Why the main agent could not go on: its last ``AgentErrorEvent``'s message."""
         self.pending_permissions: list[dict[str, Any]] = []
         """The tree's permission requests waiting for a person, as the root last said:
         ``request_id``, ``tool_name``, ``title``, ``tool_call_id``, and for a sub-agent's,
@@ -218,6 +220,8 @@ class Tree:
             self._drop_draft(sid, steps)
             message = Message("error", event.error, owner)
             steps.append(message)
+            if owner is None:
+                self.error = event.error
             return message
         if isinstance(event, (SubagentStartedEvent, SubagentFinishedEvent)) and owner is not None:
             info = event.model_dump(exclude_none=True)

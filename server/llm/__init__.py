@@ -14,6 +14,7 @@ from server.llm.anthropic import AnthropicLLM
 from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec
 from server.llm.openai import OpenAILLM
 from server.llm.scripted import ScriptedLLM
+from server.resources import CONFIG_DIR
 from server.settings import Settings
 
 __all__ = [
@@ -60,5 +61,6 @@ def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
 def script_roots(settings: Settings) -> list[Path]:
     """Where a file named in a request (a script, a ``claude_sdk`` transcript to replay) may
     lie: the config folder (the demo scripts) and the workspace roots (``OH_WORKSPACE_PATH``
-    and ``OH_WORKSPACE_ROOTS``)."""
-    return [settings.config_dir, *settings.workspace_roots_resolved()]
+    and ``OH_WORKSPACE_ROOTS``), and the bundled config folder (the demo scripts of an installed
+    package, wherever it was started)."""
+    return [settings.config_dir, CONFIG_DIR, *settings.workspace_roots_resolved()]

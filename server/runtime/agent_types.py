@@ -22,12 +22,14 @@ from typing import Any, Callable, Iterable
 import yaml
 
 from server.permissions.policy import NEVER, Approval, parse_approval
+from server.resources import CONFIG_DIR, PLUGINS_DIR
 
 log = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-BUILTIN_DIR = PROJECT_ROOT / "config" / "agents"
-BUNDLED_PLUGINS_DIR = PROJECT_ROOT / "plugins"
+"""The checkout's root (where ``peers/`` is installed); in an installed package, site-packages."""
+BUILTIN_DIR = CONFIG_DIR / "agents"
+BUNDLED_PLUGINS_DIR = PLUGINS_DIR
 
 
 @dataclass(slots=True)

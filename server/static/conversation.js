@@ -3,7 +3,7 @@
 // a time budget, so thousands of them never freeze the page.
 
 import { ApiError } from "./api.js";
-import { h, shortId, statusLabel, usageText } from "./dom.js";
+import { clip, h, shortId, statusLabel, usageText } from "./dom.js";
 import { CloseCode, LiveSocket } from "./live.js";
 import { PermissionDesk } from "./permissions.js";
 import { Timeline } from "./timeline.js";
@@ -13,6 +13,7 @@ const FRAME_BUDGET_MS = 12;
 const CATCH_UP_BUDGET_MS = 25;
 const CATCH_UP_EVERY_MS = 100;
 const REFRESH_MS = 1500;
+const REASON_LIMIT = 200;
 
 export class ConversationView {
   /**
@@ -25,6 +26,7 @@ export class ConversationView {
     this.id = id;
     this.options = options;
     this.status = null;
+    this.errorReason = null;
     /** The seq of every stored event taken in, in order: what the page shows, once each. */
     this.seqs = [];
     this._queue = [];
@@ -67,6 +69,8 @@ export class ConversationView {
     this.countEl = h("span", { class: "muted" });
     this.connectionEl = h("span", { class: "connection", role: "status", text: "connecting…" });
     this.waitingEl = h("span", { class: "waiting-badge", role: "status", hidden: true });
+    // Why a run ended in error (the main agent's last AgentErrorEvent), beside the badge.
+    this.reasonEl = h("span", { class: "reason", role: "status", hidden: true });
     this.followEl = h("select", { id: "follow", onchange: () => this.follow(this.followEl.value || null) },
       h("option", { value: "", text: "Everything" }));
     this.stopEl = h("button", { type: "button", class: "stop", hidden: true, text: "Stop", onclick: () => this.interrupt() });
@@ -82,7 +86,7 @@ export class ConversationView {
     return h("section", { class: "conversation", "aria-label": "conversation" },
       h("header", { class: "conversation-head" },
         h("h2", {}, "Conversation ", h("code", { text: shortId(this.id), title: this.id })),
-        this.statusEl, this.waitingEl, this.usageEl, this.countEl, this.connectionEl,
+        this.statusEl, this.reasonEl, this.waitingEl, this.usageEl, this.countEl, this.connectionEl,
         h("span", { class: "spacer" }),
         h("label", { for: "follow", text: "Follow" }), this.followEl, this.stopEl),
       this.noticeEl,
@@ -187,6 +191,10 @@ export class ConversationView {
       if (item.key === "work_state" && item.subagent_id) this.timeline.cards.get(item.subagent_id)?.update({ work_state: item.value });
       if (item.key === "pending_permissions" && item.subagent_id == null) this.desk.apply(item.value ?? []);
     }
+    if (item.kind === "AgentErrorEvent" && item.subagent_id == null) {
+      this.errorReason = item.error;
+      this.showReason();
+    }
     // With forwarding off, sub-agents' events never arrive: ask for their cards now and then.
     if (!this.options.forwarding && item.seq != null && this.status === "running") this.refreshSoon();
   }
@@ -205,10 +213,19 @@ export class ConversationView {
     this.statusEl.textContent = statusLabel(status);
     this.statusEl.dataset.status = statusLabel(status);
     this.stopEl.hidden = status !== "running";
+    if (status === "running") this.errorReason = null; // a new run: the last one's reason is stale
+    this.showReason();
     if (previous !== null && RUN_ENDS.has(status)) {
       this.refreshSoon(0);
     }
     this.options.onStatus?.(this.id, status);
+  }
+
+  showReason() {
+    const shown = this.status === "error" && Boolean(this.errorReason);
+    this.reasonEl.hidden = !shown;
+    this.reasonEl.textContent = shown ? clip(this.errorReason, REASON_LIMIT) : "";
+    this.reasonEl.title = shown ? this.errorReason : "";
   }
 
   /** A `usage` event: the conversation's (no sub-agent id) or one sub-agent's total so far. */

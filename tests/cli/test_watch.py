@@ -110,3 +110,13 @@ async def test_watch_of_an_unknown_conversation_says_so_and_exits_2(tmp_path: Pa
         code, output = await watch_in_process(server.url, "no-such-conversation")
     assert code == 2
     assert "conversation 'no-such-conversation' not found" in output
+
+
+async def test_watch_of_a_run_that_ends_in_error_says_why(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        info = await create(server, agent=scripted_agent("/etc/hostname"), initial_message="Go.")
+        await wait_for_status(server.client, info["id"], {"error"})
+        code, output = await watch_in_process(server.url, info["id"])
+    assert code == 1
+    last = output.strip().splitlines()[-1]
+    assert last.startswith("run ended: error: script /etc/hostname is outside the config folder"), output

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from server.client import Client, StreamRefused, Tree, Unreachable, root_status
+from server.client import Client, StreamRefused, Tree, Unreachable, root_status, run_ended_text
 from server.events import ConversationStateUpdateEvent
 from tests.conftest import REPO
 from tests.servers import isolated_settings, taskwire_server
@@ -94,3 +94,15 @@ async def test_leaving_early_closes_the_socket(tmp_path: Path) -> None:
                     break
             assert live.connections == 1
             assert event.key == "full_state"  # type: ignore[attr-defined]
+
+
+async def test_a_run_that_ends_in_error_carries_the_agents_reason(tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        async with Client(server.url) as client:
+            conversation = await client.create(agent=scripted("/etc/hostname"), initial_message="Go.")
+            live = client.events(conversation["id"], until_run_ends=True)
+            _ = [event async for event in live]
+    assert live.status == "error"
+    assert live.error is not None and "outside the config folder" in live.error
+    assert run_ended_text(live.status, live.error) == f"error: {live.error}"
+    assert run_ended_text("finished", None) == "finished"

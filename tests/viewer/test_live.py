@@ -133,3 +133,13 @@ async def test_usage_comes_with_the_events_not_from_polling(browser: Browser, tm
         await expect(viewer.usage()).to_contain_text("out tokens", timeout=WAIT_MS)
         assert asked == []  # nothing was polled while the run went on
         await finish_run(viewer, gates, conversation, "a", "b")
+
+
+async def test_a_run_that_ends_in_error_says_why_beside_its_status(browser: Browser, tmp_path: Path) -> None:
+    async with open_viewer(browser, isolated_settings(tmp_path)) as viewer:
+        info = await create(viewer.server, agent=scripted_agent("/etc/hostname"), initial_message="Go.")
+        await viewer.open(info["id"])
+        await viewer.wait_for_status("error")
+        reason = viewer.page.locator(".conversation-head .reason")
+        await expect(reason).to_be_visible(timeout=WAIT_MS)
+        await expect(reason).to_contain_text("outside the config folder")
