@@ -4,7 +4,7 @@ client, through its unstable entry (whose zod schemas know ``subagent_update`` a
 immediate parent first, its own updates under its id, its state kept, the delegation and the
 answer as linked messages, the spawning ``task`` call hidden from the parent; a child cannot be
 prompted or loaded; ``session/load`` announces the children again under the same ids and then
-sends their current states."""
+sends their current states. Embedded and attached (``--url``) alike."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.acp_agent.helpers import SCRIPTS, Transcript, drive, embedded_env
+from tests.acp_agent.helpers import SCRIPTS, TASKWIRE_ACP, Transcript, drive, embedded_env
+from tests.servers import isolated_settings, taskwire_server
 
 PROMPT = "Run the demo."
 NEW, PROMPTED, PROMPT_CHILD, LOAD_CHILD, LOADED, SETTLED = 1, 2, 3, 4, 5, 6
@@ -43,7 +44,7 @@ class Run:
         return found
 
 
-async def _run(folder: Path) -> Run:
+async def _run(folder: Path, mode: str) -> Run:
     project = folder / "project"
     steps = [
         {"op": "initialize"},
@@ -55,13 +56,20 @@ async def _run(folder: Path) -> Run:
         # Three children end idle live, in the replay, and once more after the load's answer.
         {"op": "wait", "match": {"sessionUpdate": "subagent_update", "state": {"state": "idle"}}, "count": 9},
     ]
-    transcript = await drive(steps, env=embedded_env(folder, SCRIPTS / "two_and_nested.yaml"), folder=folder, subagents=True)
+    script = SCRIPTS / "two_and_nested.yaml"
+    if mode == "embedded":
+        transcript = await drive(steps, env=embedded_env(folder, script), folder=folder, subagents=True)
+    else:
+        settings = isolated_settings(folder, forward_subagent_events=True, llm_script=str(script))
+        async with taskwire_server(settings) as server:
+            transcript = await drive(steps, env=embedded_env(folder, "unused"), folder=folder,
+                                     command=[*TASKWIRE_ACP, "--url", server.url], subagents=True)
     return Run(transcript, transcript.result(NEW)["sessionId"])
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    return asyncio.run(_run(tmp_path_factory.mktemp("acp-children")))
+@pytest.fixture(scope="module", params=["embedded", "attached"])
+def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return asyncio.run(_run(tmp_path_factory.mktemp(f"acp-children-{request.param}"), request.param))
 
 
 def test_every_frame_validates_in_the_unstable_sdk_unchanged(run: Run) -> None:
