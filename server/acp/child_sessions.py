@@ -97,8 +97,10 @@ class ChildSessions:
             after = self._finished(event)
         elif kind == "ConversationStateUpdateEvent" and event.get("key") == "work_state":
             after = self._reported_state(event)
+        if not outputs:
+            return [*before, *after]
         routed = [out for output in outputs for out in self._reroute(output)]
-        return [*before, *routed, *after]
+        return [*before, *routed, *after] if before or after else routed
 
     def current_states(self) -> list[Update]:
         """After ``session/load``'s answer: each child's state now, with its cancel capability
@@ -229,7 +231,7 @@ class ChildSessions:
     def _update(self, update: Update) -> list[Output]:
         payload = update.payload
         child = self.children.get(_subagent_of(payload))
-        routed = update if child is None else replace(update, session_id=child.id)
+        routed = update if child is None else Update(payload, child.id)
         call_id = payload.get("toolCallId")
         if not self.hold_launches or payload.get("sessionUpdate") not in ("tool_call", "tool_call_update") \
                 or not isinstance(call_id, str) or call_id in self._shown:

@@ -147,9 +147,12 @@ class AgentSession:
         """After ``session/load``'s answer: each child session's current state."""
         if self.children is None:
             return
-        async with self._lock:
-            for update in self.children.current_states():
-                await self._send(update)
+        try:
+            async with self._lock:
+                for update in self.children.current_states():
+                    await self._send(update)
+        except ConnectionError:
+            log.info("session %s: the client left before its children's states were sent", self.id)
 
     async def cancel_child(self, child_id: str) -> None:
         """``session/cancel`` naming a child: that sub-agent alone is cancelled (its state then
