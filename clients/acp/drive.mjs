@@ -98,8 +98,10 @@ const app = acp
     }
     if (cancel && !cancel.sent && matches(params.update, cancel.match) && ++cancel.seen >= (cancel.count ?? 1)) {
       cancel.sent = true;
-      print({ kind: "cancel", step, sessionId: params.sessionId });
-      await agent.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
+      // "root": true cancels the session the step prompted, not the (child) session the update came on.
+      const target = cancel.root ? sessionId : params.sessionId;
+      print({ kind: "cancel", step, sessionId: target });
+      await agent.notify(acp.methods.agent.session.cancel, { sessionId: target });
     }
   })
   .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {

@@ -11,6 +11,7 @@ projection made for them.
   ``state: running``, and ``capabilities.cancel`` only for a sub-agent taskwire's runtime runs
   (spawned by a native ``task`` call): a peer's own sub-agent (Claude Code's, under ``acp`` or
   ``claude_sdk``) cannot be stopped alone from here. Replayed announcements carry no capability.
+  ``cwd`` when the start names a folder other than the parent's.
 - The delegation prompt is the linked ``session_message`` pair (``messageId`` = the spawning
   call's id, outgoing on the parent, incoming on the child); the answer is ``<id>:reply`` from
   the child on the parent's session, as claude-agent-acp sends them.
@@ -50,6 +51,8 @@ class Child:
     launch: str | None
     """The spawning call's id (the prompt pair's ``messageId``)."""
     cancellable: bool
+    cwd: str | None = None
+    """Its folder (the parent's unless its start said otherwise)."""
     state: dict[str, Any] = field(default_factory=lambda: {"state": "running"})
     asking: set[str] = field(default_factory=set)
     """Its permission requests waiting for an answer."""
@@ -60,10 +63,11 @@ class Child:
 class ChildSessions:
     """One ACP session's children; feed ``route`` each event with what the projection made of it."""
 
-    def __init__(self, root_id: str, *, hold_launches: bool = True) -> None:
-        """``hold_launches``: hide spawning calls behind their child (only when the feed holds
-        sub-agent events; without them no child is ever announced)."""
+    def __init__(self, root_id: str, *, workspace: str | None = None, hold_launches: bool = True) -> None:
+        """``workspace``: the root's folder. ``hold_launches``: hide spawning calls behind their
+        child (only when the feed holds sub-agent events; without them no child is announced)."""
         self.root_id = root_id
+        self.workspace = workspace
         self.hold_launches = hold_launches
         self.children: dict[str, Child] = {}
         self._prompts: dict[str, str] = {}
@@ -134,12 +138,17 @@ class ChildSessions:
         parent = event.get("parent_subagent_id")
         parent_session = parent if isinstance(parent, str) and parent in self.children else None
         launch = launch if isinstance(launch, str) else None
-        child = self.children[child_id] = Child(child_id, parent_session, launch, launch in self._native_launches)
+        inherited = self.children[parent_session].cwd if parent_session is not None else self.workspace
+        own = event.get("cwd") if isinstance(event.get("cwd"), str) and event["cwd"].startswith("/") else None
+        child = self.children[child_id] = Child(child_id, parent_session, launch, launch in self._native_launches,
+                                                own or inherited)
         kind = event.get("subagent_type") or ""
         title = event.get("description") or event.get("label") or kind or "Sub-agent"
         patch: dict[str, Any] = {"title": title, "state": child.state}
         if kind and kind != title:
             patch["description"] = kind
+        if own is not None and own != inherited:  # a sub-agent in its own folder (a worktree)
+            patch["cwd"] = own
         if child.cancellable and not replaying:
             patch["capabilities"] = {"cancel": {}}
         out: list[Output] = [self._subagent_update(child, patch)]

@@ -191,7 +191,8 @@ class TaskwireAgent:
         if self._client is None:
             raise RuntimeError("the agent is not connected")
         projection = ACPProjection(workspace=info.workspace, context_window=self.context_window)
-        children = ChildSessions(info.id, hold_launches=self.conversations.forwarding) if self.subagent_sessions else None
+        children = (ChildSessions(info.id, workspace=info.workspace, hold_launches=self.conversations.forwarding)
+                    if self.subagent_sessions else None)
         session = self._sessions[info.id] = AgentSession(info.id, self.conversations, self._client, projection, children)
         return session
 

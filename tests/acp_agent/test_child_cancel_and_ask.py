@@ -117,3 +117,15 @@ async def test_attached_a_child_that_asks_is_shown_waiting_and_asked_on_its_sess
                                  permissions=ALLOW_A_REJECT_B, subagents=True)
         requests = await answered(forwarding_server, transcript.result(1)["sessionId"])
     check_asking_children(transcript, requests)
+
+
+async def test_cancel_of_the_root_ends_every_child_idle_cancelled(tmp_path: Path) -> None:
+    sleeping = {"match": {"sessionUpdate": "tool_call", "rawInput": {"command": "sleep 30"}}, "count": 2, "root": True}
+    steps = [{"op": "initialize"}, {"op": "new", "cwd": str(tmp_path / "project")},
+             {"op": "prompt", "text": "Sleep.", "cancel_on": sleeping}]
+    transcript = await drive(steps, env=embedded_env(tmp_path, SCRIPTS / "cancelled.yaml"), folder=tmp_path, subagents=True)
+    assert transcript.result(2)["stopReason"] == "cancelled"
+    assert transcript.sdk_errors == [] and transcript.validated == transcript.raw
+    seen = states(transcript)
+    assert set(seen) == {"Nest a sleeper", "Sleep in B", "Sleep nested"}
+    assert all(s[-1] == {"state": "idle", "stopReason": "cancelled"} for s in seen.values()), seen
