@@ -157,3 +157,15 @@ def test_load_announces_each_child_again_under_the_same_id_then_sends_its_curren
         assert "capabilities" not in child  # replayed history offers no mutation
     assert {f["update"]["sessionId"]: f["update"]["state"] for f in after} == dict.fromkeys(live, {"state": "idle", "stopReason": "end_turn"})
     assert all("capabilities" not in f["update"] for f in after)  # finished: nothing left to cancel
+
+
+async def test_with_forwarding_off_a_capable_editor_gets_the_flattened_main_agent_view(tmp_path: Path) -> None:
+    steps = [{"op": "initialize"}, {"op": "new", "cwd": str(tmp_path / "project")}, {"op": "prompt", "text": PROMPT}]
+    transcript = await drive(steps, env=embedded_env(tmp_path, SCRIPTS / "two_and_nested.yaml", forwarding=False),
+                             folder=tmp_path, subagents=True)
+    root = transcript.result(NEW)["sessionId"]
+    assert transcript.result(PROMPTED)["stopReason"] == "end_turn"
+    assert {params["sessionId"] for params in transcript.raw} == {root}
+    assert not {params["update"]["sessionUpdate"] for params in transcript.raw} & set(RFD_KINDS)
+    calls = {u["toolCallId"] for u in transcript.updates() if u["sessionUpdate"] == "tool_call"}
+    assert calls == {"call_main_0_0", "call_main_1_0", "call_main_1_1"}  # no child: the task calls stay
