@@ -12,7 +12,8 @@ from server.llm.mock_server import create_mock_app
 from tests.acp_agent.helpers import SCRIPTS, TASKWIRE_ACP, Transcript, drive, embedded_env
 from tests.acp_agent.test_permissions import ALLOW_A_REJECT_B, SCRIPT, answered, asking_agent
 from tests.acp_agent.test_permissions import steps as asking_steps
-from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server
+from tests.permissions.helpers import wait_pending
+from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server, wait_for_status
 
 SLEEPING_B = {"sessionUpdate": "tool_call", "rawInput": {"command": "sleep 60"}}
 B = {"sessionUpdate": "subagent_update", "title": "Sleep in B"}
@@ -129,3 +130,32 @@ async def test_cancel_of_the_root_ends_every_child_idle_cancelled(tmp_path: Path
     seen = states(transcript)
     assert set(seen) == {"Nest a sleeper", "Sleep in B", "Sleep nested"}
     assert all(s[-1] == {"state": "idle", "stopReason": "cancelled"} for s in seen.values()), seen
+
+
+async def test_a_loaded_session_shows_its_waiting_children_and_asks_on_their_sessions(
+    tmp_path: Path, forwarding_server: RunningServer
+) -> None:
+    server = forwarding_server
+    async with serve_app(create_mock_app(SCRIPT)) as mock_url:
+        created = await server.client.post("/api/conversations", json={"agent": asking_agent(mock_url), "initial_message": "Go."})
+        assert created.status_code in (200, 201), created.text
+        cid = created.json()["id"]
+        await wait_pending(server, cid, 2)
+        load = [{"op": "initialize"}, {"op": "load", "session": cid, "cwd": str(tmp_path / "project")},
+                {"op": "answered", "count": 2}]
+        transcript = await drive(load, env=embedded_env(tmp_path, "unused"), folder=tmp_path,
+                                 command=[*TASKWIRE_ACP, "--url", server.url], permissions=ALLOW_A_REJECT_B, subagents=True)
+        transcript.result(2)
+        await wait_for_status(server.client, cid, {"finished"})
+    assert transcript.sdk_errors == [] and transcript.validated == transcript.raw
+    children = {u["title"]: u["sessionId"] for u in transcript.updates() if u["sessionUpdate"] == "subagent_update" and "title" in u}
+    asks = {ask["toolCall"]["rawInput"]["command"]: ask["sessionId"] for ask in transcript.permissions}
+    assert asks == {"echo from-a": children["Work A"], "echo from-b": children["Work B"]}
+    # After the load's answer each child is shown waiting for the editor, and can be cancelled.
+    lines = transcript.lines
+    answer = next(i for i, line in enumerate(lines) if line["kind"] == "answer" and line["id"] == 1)
+    after = [line["params"]["update"] for line in lines[answer:] if line["kind"] == "raw"
+             and line["params"]["update"]["sessionUpdate"] == "subagent_update"]
+    current = {u["sessionId"]: u for u in after[:2]}
+    assert set(current) == set(children.values())
+    assert all(u["state"] == {"state": "requires_action"} and u["capabilities"] == {"cancel": {}} for u in current.values())
