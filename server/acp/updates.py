@@ -17,7 +17,7 @@ class Update:
     payload: dict[str, Any]
     session_id: str | None = None
     """The ACP session it goes on: ``None`` for the root's, else a child session's id (the
-    sub-agent's conversation id; ``server/acp/child_sessions.py``)."""
+    sub-agent's conversation id; ``server/acp/child_session_projection.py``)."""
     raw: bool = False
     """A variant the Python SDK's models lack (``subagent_update``, ``session_message``): sent
     as it is, unvalidated."""

@@ -38,7 +38,7 @@ from acp.schema import (
 )
 
 import server
-from server.acp.child_sessions import ChildSessions
+from server.acp.child_session_projection import ChildSessionProjection
 from server.acp.projection import ACPProjection
 from server.acp_agent.base import ConversationInfo, Conversations
 from server.acp_agent.session import AgentSession
@@ -192,7 +192,7 @@ class TaskwireAgent:
         if self._client is None:
             raise RuntimeError("the agent is not connected")
         projection = ACPProjection(workspace=info.workspace, context_window=self.context_window)
-        children = (ChildSessions(info.id, workspace=info.workspace, hold_launches=self.conversations.forwarding)
+        children = (ChildSessionProjection(info.id, workspace=info.workspace, hold_launches=self.conversations.forwarding)
                     if self.subagent_sessions else None)
         session = self._sessions[info.id] = AgentSession(info.id, self.conversations, self._client, projection, children)
         return session

@@ -21,7 +21,7 @@ from acp.schema import PromptResponse
 from acp.schema import Usage as ACPUsage
 from pydantic import ValidationError
 
-from server.acp.child_sessions import ChildSessions
+from server.acp.child_session_projection import ChildSessionProjection
 from server.acp.projection import ACPProjection
 from server.acp.updates import Ask, RunEnded, Settled, Update
 from server.acp_agent.asking import EditorAsks
@@ -58,7 +58,7 @@ class AgentSession:
 
     def __init__(
         self, session_id: str, conversations: Conversations, client: Client, projection: ACPProjection,
-        children: ChildSessions | None = None,
+        children: ChildSessionProjection | None = None,
     ) -> None:
         self.id = session_id
         self.conversations = conversations

@@ -1,4 +1,4 @@
-"""``ChildSessions`` on its own (Sans-I/O): what odd or partial feeds make of child sessions. No
+"""``ChildSessionProjection`` on its own (Sans-I/O): what odd or partial feeds make of child sessions. No
 frame is lost or put under the wrong session, a peer's sub-agent offers no cancel, a peer's
 ``work_state`` report is honoured, a launch that started no child is still shown."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.acp.child_sessions import ChildSessions
+from server.acp.child_session_projection import ChildSessionProjection
 from server.acp.projection import ACPProjection
 from server.acp.updates import Output, Settled, Update
 
@@ -16,7 +16,7 @@ ROOT = "root"
 class Feed:
     def __init__(self, *, hold_launches: bool = True) -> None:
         self.projection = ACPProjection()
-        self.children = ChildSessions(ROOT, hold_launches=hold_launches)
+        self.children = ChildSessionProjection(ROOT, hold_launches=hold_launches)
         self.seq = 0
 
     def __call__(self, kind: str, **fields: Any) -> list[Output]:

@@ -2,7 +2,7 @@
 
 An editor whose ``initialize`` declares ``clientCapabilities.subagents`` (an object) sees each
 sub-agent of the tree as a child session whose id is the sub-agent's conversation id.
-``ChildSessions`` sits after ``ACPProjection``: it reads the same events and reroutes what the
+``ChildSessionProjection`` sits after ``ACPProjection``: it reads the same events and reroutes what the
 projection made for them.
 
 - A ``SubagentStartedEvent`` announces the child with a ``subagent_update`` on its immediate
@@ -60,7 +60,7 @@ class Child:
     finished: bool = False
 
 
-class ChildSessions:
+class ChildSessionProjection:
     """One ACP session's children; feed ``route`` each event with what the projection made of it."""
 
     def __init__(self, root_id: str, *, workspace: str | None = None, hold_launches: bool = True) -> None:
