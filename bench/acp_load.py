@@ -7,7 +7,13 @@ the same store as a new process, answering ``initialize`` and ``session/load`` t
 that reads its stdout lines and counts the ``session/update`` notifications until the load's
 answer. Prints events/s for both, updates/s for ACP, and the ACP process's peak memory.
 
-    .venv/bin/python bench/acp_load.py [--events 100000]
+``--forms``: the log also holds each sub-agent's lifecycle (its ``task`` call, started and
+finished events), and ``session/load`` runs twice more on it, alternating, to a client that
+declares no capability (the flattened form) and to one that declares
+``clientCapabilities.subagents`` (child sessions): events/s and the ACP process's CPU time per
+event of each, in the same run.
+
+    .venv/bin/python bench/acp_load.py [--events 100000] [--forms]
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ async def socket_replay(folder: Path, db: Path, root_id: str, count: int) -> dic
             return await client.result(timeout=900)
 
 
-async def acp_load(folder: Path, db: Path, root_id: str) -> dict:
+async def acp_load(folder: Path, db: Path, root_id: str, capabilities: dict | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
     env.update(OH_DATABASE_URL=f"sqlite:///{db}", OH_WORKSPACE_PATH=str(folder / "acp"), OH_FORWARD_SUBAGENT_EVENTS="true",
                OH_CONFIG_FILE=str(folder / "none.toml"), OH_IDLE_UNLOAD_SECONDS="0")
@@ -60,14 +66,22 @@ async def acp_load(folder: Path, db: Path, root_id: str) -> dict:
                     raise RuntimeError(message["error"])
                 return updates, message["result"]
 
-    await call(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    await call(0, "initialize", {"protocolVersion": 1, "clientCapabilities": capabilities or {}})
+    cpu_before = _cpu_seconds(process.pid)
     started = time.perf_counter()
     updates, _ = await call(1, "session/load", {"sessionId": root_id, "cwd": str(folder), "mcpServers": []})
     elapsed = time.perf_counter() - started
+    cpu = _cpu_seconds(process.pid) - cpu_before
     peak = _peak_rss_mb(process.pid)
     process.stdin.close()
     await process.wait()
-    return {"updates": updates, "seconds": elapsed, "peak_mb": peak}
+    return {"updates": updates, "seconds": elapsed, "peak_mb": peak, "cpu": cpu}
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of the process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -80,16 +94,23 @@ def _peak_rss_mb(pid: int) -> float:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--forms", action="store_true", help="compare the flattened form with child sessions")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating loads of each form, with --forms")
     args = parser.parse_args()
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         db = folder / "bench.db"
         started = time.perf_counter()
-        root_id = await load(db, args.events)
-        console.print(f"loaded {args.events:,} events in {time.perf_counter() - started:.1f} s")
-        socket = await socket_replay(folder, db, root_id, args.events)
+        root_id = await load(db, args.events, lifecycle=args.forms)
+        total = args.events + (4 * 8 if args.forms else 0)
+        console.print(f"loaded {total:,} events in {time.perf_counter() - started:.1f} s")
+        socket = await socket_replay(folder, db, root_id, total)
         acp = await acp_load(folder, db, root_id)
+        forms: dict[str, list[dict]] = {"flattened": [], "child sessions": []}
+        for _ in range(args.rounds if args.forms else 0):
+            forms["flattened"].append(await acp_load(folder, db, root_id))
+            forms["child sessions"].append(await acp_load(folder, db, root_id, {"subagents": {}}))
     table = Table(title=f"session/load of {args.events:,} events (root + 8 sub-agents)")
     for column in ("measure", "value"):
         table.add_column(column, justify="right" if column == "value" else "left")
@@ -97,7 +118,14 @@ async def main() -> None:
     table.add_row("taskwire acp session/load", f"{args.events / acp['seconds']:,.0f} events/s")
     table.add_row("  session/update notifications", f"{acp['updates']:,} ({acp['updates'] / acp['seconds']:,.0f}/s)")
     table.add_row("  taskwire acp peak RSS", f"{acp['peak_mb']:.0f} MB")
+    for name, runs in forms.items():
+        best = min(runs, key=lambda r: r["seconds"])
+        table.add_row(f"{name}: session/load (best of {len(runs)})",
+                      f"{total / best['seconds']:,.0f} events/s, {best['updates']:,} updates")
+        table.add_row(f"  {name}: CPU per event (mean)",
+                      f"{sum(r['cpu'] for r in runs) / len(runs) / total * 1e6:,.1f} µs")
     console.print(table)
+    console.print(f"load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -27,15 +27,17 @@ from common import ROOT, SocketClient
 from rich.console import Console
 from rich.table import Table
 
-from server.events import ActionEvent, ObservationEvent
+from server.events import ActionEvent, ObservationEvent, SubagentFinishedEvent, SubagentStartedEvent
 from server.store import ConversationRecord
 from server.store.sqlite import SQLiteStore
 
 SUBAGENTS = 8
 
 
-async def load(db: Path, count: int) -> str:
-    """A root with ``SUBAGENTS`` sub-agents and ``count`` tool events spread over their streams."""
+async def load(db: Path, count: int, *, lifecycle: bool = False) -> str:
+    """A root with ``SUBAGENTS`` sub-agents and ``count`` tool events spread over their streams.
+    ``lifecycle``: also each sub-agent's ``task`` call on the root, ``SubagentStartedEvent``
+    first in its stream and ``SubagentFinishedEvent`` last (what ACP child sessions announce)."""
     store = SQLiteStore(f"sqlite:///{db}")
     await store.open()
     root = ConversationRecord(id="bench-root", root_id="bench-root", status="finished", agent={"kind": "native"})
@@ -48,6 +50,11 @@ async def load(db: Path, count: int) -> str:
         )
         await store.create_conversation(child)
         streams.append(child.id)
+        if lifecycle:
+            await store.append(root.id, root.id, ActionEvent(tool_name="task", tool_call_id=f"call_task_{n}", arguments={
+                "description": f"part {n}", "prompt": f"Do part {n}.", "subagent_type": "general-purpose"}))
+            await store.append(child.id, root.id, SubagentStartedEvent(
+                parent_tool_use_id=f"call_task_{n}", subagent_id=child.id, description=f"part {n}", label=f"task-{n + 1}"))
     batch = 2000
     for start in range(0, count, batch):
         appends = []
@@ -61,6 +68,10 @@ async def load(db: Path, count: int) -> str:
             )
             appends.append(store.append(stream, root.id, event))
         await asyncio.gather(*appends)
+    for n, stream in enumerate(streams[1:] if lifecycle else []):
+        stamp = {"parent_tool_use_id": f"call_task_{n}", "subagent_id": stream}
+        await store.append(stream, root.id, SubagentFinishedEvent(status="completed", result=f"part {n} done", **stamp))
+        await store.append(root.id, root.id, ObservationEvent(tool_name="task", tool_call_id=f"call_task_{n}", content=f"part {n} done"))
     await store.close()
     return root.id
 

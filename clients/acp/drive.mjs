@@ -22,11 +22,14 @@
 // for anything the SDK complained about (an update it rejected), {"kind": "permission",
 // "step", "params"} per permission request and {"kind": "permission_answer", "step",
 // "params", "outcome"} as it is answered, {"kind": "exit", "code"}.
+// A step's "session_of": {"match": {...}} names the child session of the first update seen that
+// matches (its update.sessionId, e.g. a subagent_update's); {"op": "cancel"} sends session/cancel
+// for its session and goes on; {"op": "wait", "match": {...}} waits for an update matching.
 
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
-import * as acp from "@agentclientprotocol/sdk";
+
 
 const separator = process.argv.indexOf("--");
 if (separator < 0 || separator + 1 >= process.argv.length) {
@@ -34,6 +37,9 @@ if (separator < 0 || separator + 1 >= process.argv.length) {
   process.exit(2);
 }
 const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
+// "unstable": true drives through the SDK's unstable entry, whose zod schemas know the
+// subagents RFD (subagent_update, session_message), and declares clientCapabilities.subagents.
+const acp = plan.unstable ? await import("@agentclientprotocol/sdk/unstable") : await import("@agentclientprotocol/sdk");
 const [command, ...args] = process.argv.slice(separator + 1);
 const print = (line) => process.stdout.write(JSON.stringify(line) + "\n");
 
@@ -46,6 +52,7 @@ const wire = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.
 const tap = new TransformStream({
   transform(message, controller) {
     if (message.method === "session/update") print({ kind: "raw", params: message.params });
+    else if (message.method === undefined) print({ kind: "answer", id: message.id }); // where a response fell among the updates
     controller.enqueue(message);
   },
 });
@@ -59,15 +66,16 @@ function matches(value, pattern) {
 
 let step = -1;
 let sessionId = null;
+let pending = null; // a background prompt's answer
 let cancel = null; // {match, count, seen, sent}
 const seenUpdates = [];
 let answers = 0;
 const answerWaiters = [];
 const updateWaiters = [];
 
-function updateMatching(pattern) {
-  if (seenUpdates.some((update) => matches(update, pattern))) return Promise.resolve();
-  return new Promise((resolve) => updateWaiters.push({ pattern, resolve }));
+function updateMatching(pattern, count = 1) {
+  if (seenUpdates.filter((update) => matches(update, pattern)).length >= count) return Promise.resolve();
+  return new Promise((resolve) => updateWaiters.push({ pattern, count, resolve }));
 }
 
 async function answerPermission(params) {
@@ -83,14 +91,17 @@ const app = acp
   .onNotification(acp.methods.client.session.update, async ({ params, agent }) => {
     print({ kind: "update", step, params });
     seenUpdates.push(params.update);
-    for (const waiter of updateWaiters.filter((w) => matches(params.update, w.pattern))) {
+    const met = (w) => seenUpdates.filter((update) => matches(update, w.pattern)).length >= (w.count ?? 1);
+    for (const waiter of updateWaiters.filter((w) => matches(params.update, w.pattern) && met(w))) {
       updateWaiters.splice(updateWaiters.indexOf(waiter), 1);
       waiter.resolve();
     }
     if (cancel && !cancel.sent && matches(params.update, cancel.match) && ++cancel.seen >= (cancel.count ?? 1)) {
       cancel.sent = true;
-      print({ kind: "cancel", step, sessionId: params.sessionId });
-      await agent.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
+      // "root": true cancels the session the step prompted, not the (child) session the update came on.
+      const target = cancel.root ? sessionId : params.sessionId;
+      print({ kind: "cancel", step, sessionId: target });
+      await agent.notify(acp.methods.agent.session.cancel, { sessionId: target });
     }
   })
   .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
@@ -105,13 +116,21 @@ const app = acp
     return answer;
   });
 
+function sessionOf(pattern) {
+  const found = seenUpdates.find((update) => matches(update, pattern));
+  if (!found) throw new Error(`no update seen matches ${JSON.stringify(pattern)}`);
+  return found.sessionId;
+}
+
 async function run(ctx, entry) {
-  const session = entry.session ?? sessionId;
+  const session = entry.session_of ? sessionOf(entry.session_of.match) : (entry.session ?? sessionId);
   switch (entry.op) {
     case "initialize":
       return ctx.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
-        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+        clientCapabilities: {
+          fs: { readTextFile: false, writeTextFile: false }, terminal: false, ...(plan.unstable ? { subagents: {} } : {}),
+        },
         clientInfo: { name: "taskwire-test-client", version: "0" },
       });
     case "new": {
@@ -122,12 +141,25 @@ async function run(ctx, entry) {
       return result;
     }
     case "prompt":
+      if (entry.background) {
+        // Sent, not awaited: later steps (a cancel of one child) run while it goes on.
+        pending = ctx.request(acp.methods.agent.session.prompt, { sessionId: session, prompt: [{ type: "text", text: entry.text }] });
+        return { sent: true };
+      }
       cancel = entry.cancel_on ? { ...entry.cancel_on, seen: 0, sent: false } : null;
       return ctx.request(acp.methods.agent.session.prompt, { sessionId: session, prompt: [{ type: "text", text: entry.text }] });
     case "load":
       return ctx.request(acp.methods.agent.session.load, { sessionId: session, cwd: entry.cwd, mcpServers: [] });
+    case "cancel":
+      await ctx.notify(acp.methods.agent.session.cancel, { sessionId: session });
+      return { cancelled: session };
+    case "wait":
+      await updateMatching(entry.match, entry.count ?? 1);
+      return { seen: true };
     case "list":
       return ctx.request(acp.methods.agent.session.list, entry.cwd ? { cwd: entry.cwd } : {});
+    case "awaited":
+      return pending;
     case "answered":
       if (answers >= entry.count) return { answered: answers };
       return new Promise((resolve) => answerWaiters.push({ count: entry.count, resolve }));

@@ -65,7 +65,7 @@ def with_details(ask: Ask, request: dict[str, Any]) -> Ask:
     call = tool_call(request)
     call["title"] = ask.tool_call.get("title") or call["title"]
     call["_meta"] = merge_meta(ask.tool_call.get("_meta") or {}, call["_meta"])
-    return Ask(ask.request_id, call, acp_options(request.get("options") or []))
+    return Ask(ask.request_id, call, acp_options(request.get("options") or []), session_id=ask.session_id)
 
 
 class PermissionDesk:

@@ -15,6 +15,12 @@ class Update:
     """One ``session/update`` ``update`` object, in wire form (camelCase, ``sessionUpdate``)."""
 
     payload: dict[str, Any]
+    session_id: str | None = None
+    """The ACP session it goes on: ``None`` for the root's, else a child session's id (the
+    sub-agent's conversation id; ``server/acp/child_session_projection.py``)."""
+    raw: bool = False
+    """A variant the Python SDK's models lack (``subagent_update``, ``session_message``): sent
+    as it is, unvalidated."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +46,8 @@ class Ask:
     """ACP ``PermissionOption``s in wire form (empty while ``needs_details``)."""
     needs_details: bool = False
     """The request event was not in this feed (forwarding off): read its options first."""
+    session_id: str | None = None
+    """The session the request goes on: ``None`` for the root's, else the asking child's."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,12 +10,14 @@ given on the command line).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import posixpath
 from typing import Any, Awaitable, Callable, TypeVar
 
 from acp import PROTOCOL_VERSION, RequestError
+from acp.connection import StreamDirection, StreamEvent
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
@@ -36,6 +38,7 @@ from acp.schema import (
 )
 
 import server
+from server.acp.child_session_projection import ChildSessionProjection
 from server.acp.projection import ACPProjection
 from server.acp_agent.base import ConversationInfo, Conversations
 from server.acp_agent.session import AgentSession
@@ -83,9 +86,34 @@ class TaskwireAgent:
         self.context_window = context_window
         self._client: Client | None = None
         self._sessions: dict[str, AgentSession] = {}
+        self.subagent_sessions = False
+        """The editor declared ``clientCapabilities.subagents``: sub-agents are child sessions."""
+        self._loads: dict[Any, str] = {}
+        """``session/load`` requests in flight: JSON-RPC id -> session id."""
+        self._background: set[asyncio.Task[None]] = set()
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
+
+    def observe(self, event: StreamEvent) -> None:
+        """The connection's raw frames (an observer of ``acp``'s ``Connection``). The SDK's
+        typed ``initialize`` drops ``clientCapabilities.subagents``, so it is read here, before
+        the request is handled; a ``session/load``'s answer, once written, is the moment to
+        send its children's current states."""
+        message = event.message
+        if event.direction is StreamDirection.INCOMING:
+            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            if message.get("method") == "initialize":
+                capabilities = params.get("clientCapabilities")
+                self.subagent_sessions = isinstance(capabilities, dict) and isinstance(capabilities.get("subagents"), dict)
+            elif message.get("method") == "session/load" and "id" in message:
+                self._loads[message["id"]] = params.get("sessionId")
+        elif "method" not in message and message.get("id") in self._loads:
+            session = self._sessions.get(self._loads.pop(message["id"]) or "")
+            if session is not None and "result" in message:
+                task = asyncio.create_task(session.publish_states(), name=f"acp states {session.id}")
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
 
     async def initialize(
         self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any
@@ -135,15 +163,27 @@ class TaskwireAgent:
 
     @translated
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        if session_id not in self._sessions and (self._owner_of(session_id) is not None
+                                                 or not (await self.conversations.info(session_id)).is_root):
+            raise BadRequest(f"{session_id!r} is a sub-agent's child session; prompt its root session",
+                             code="subagent_conversation")
         return await self._session(session_id).prompt(prompt_text(prompt))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self._sessions.get(session_id)
         if session is not None:
             await session.cancel()
+            return
+        owner = self._owner_of(session_id)
+        if owner is None:
+            log.warning("session/cancel of %r, which is no session or child session of this connection", session_id)
+            return
+        await owner.cancel_child(session_id)
 
     async def close(self) -> None:
         """Stop every session's feed."""
+        for task in list(self._background):
+            task.cancel()
         for session in list(self._sessions.values()):
             await session.close()
         self._sessions.clear()
@@ -152,8 +192,14 @@ class TaskwireAgent:
         if self._client is None:
             raise RuntimeError("the agent is not connected")
         projection = ACPProjection(workspace=info.workspace, context_window=self.context_window)
-        session = self._sessions[info.id] = AgentSession(info.id, self.conversations, self._client, projection)
+        children = (ChildSessionProjection(info.id, workspace=info.workspace, hold_launches=self.conversations.forwarding)
+                    if self.subagent_sessions else None)
+        session = self._sessions[info.id] = AgentSession(info.id, self.conversations, self._client, projection, children)
         return session
+
+    def _owner_of(self, child_id: str) -> AgentSession | None:
+        """The session whose tree announced ``child_id`` as a child session."""
+        return next((s for s in self._sessions.values() if s.children is not None and s.children.child(child_id)), None)
 
     def _session(self, session_id: str) -> AgentSession:
         session = self._sessions.get(session_id)

@@ -86,7 +86,7 @@ class EditorAsks:
                     return
                 ask = found
             response = await self.client.request_permission(
-                session_id=self.session_id,
+                session_id=ask.session_id or self.session_id,
                 tool_call=ToolCallUpdate.model_validate(ask.tool_call),
                 options=[PermissionOption.model_validate(option) for option in ask.options],
                 taskwire={"requestId": ask.request_id},

@@ -69,6 +69,9 @@ class AttachedConversations:
     async def interrupt(self, conversation_id: str) -> None:
         await _translated(self.client.interrupt(conversation_id))
 
+    async def cancel_subagent(self, conversation_id: str, subagent_id: str) -> None:
+        await _translated(self.client.cancel_subagent(conversation_id, subagent_id))
+
     async def permissions(self, conversation_id: str) -> list[dict[str, Any]]:
         return await self._read(lambda: self.client.permissions(conversation_id))
 

@@ -64,6 +64,10 @@ class Conversations(Protocol):
         """Stop the run now; its calls are closed and it ends ``paused``."""
         ...
 
+    async def cancel_subagent(self, conversation_id: str, subagent_id: str) -> None:
+        """Cancel one sub-agent of the tree (and those below it); its parent goes on."""
+        ...
+
     async def permissions(self, conversation_id: str) -> list[dict[str, Any]]:
         """The tree's permission requests still waiting, as ``GET .../permissions`` lists them."""
         ...

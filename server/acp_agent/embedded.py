@@ -70,6 +70,9 @@ class EmbeddedConversations:
     async def interrupt(self, conversation_id: str) -> None:
         await self.runtime.interrupt(conversation_id)
 
+    async def cancel_subagent(self, conversation_id: str, subagent_id: str) -> None:
+        await self.runtime.cancel_subagent(conversation_id, subagent_id)
+
     async def permissions(self, conversation_id: str) -> list[dict[str, Any]]:
         return await self.runtime.permissions(conversation_id)
 

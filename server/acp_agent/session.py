@@ -21,6 +21,7 @@ from acp.schema import PromptResponse
 from acp.schema import Usage as ACPUsage
 from pydantic import ValidationError
 
+from server.acp.child_session_projection import ChildSessionProjection
 from server.acp.projection import ACPProjection
 from server.acp.updates import Ask, RunEnded, Settled, Update
 from server.acp_agent.asking import EditorAsks
@@ -55,11 +56,17 @@ class Turn:
 class AgentSession:
     """The ACP session ``session_id`` (a root conversation's id) on one client connection."""
 
-    def __init__(self, session_id: str, conversations: Conversations, client: Client, projection: ACPProjection) -> None:
+    def __init__(
+        self, session_id: str, conversations: Conversations, client: Client, projection: ACPProjection,
+        children: ChildSessionProjection | None = None,
+    ) -> None:
         self.id = session_id
         self.conversations = conversations
         self.client = client
         self.projection = projection
+        self.children = children
+        """The tree's sub-agents as child sessions (an editor that declared ``subagents``), or
+        ``None``: the flattened form, every update on this session."""
         self.asks = EditorAsks(session_id, conversations, client)
         self._last_seq = 0
         self._turn: Turn | None = None
@@ -111,7 +118,10 @@ class AgentSession:
                     if seq <= self._last_seq:
                         continue  # seen (a replay's end and the feed's start may overlap)
                     self._last_seq = seq
-                for output in self.projection.receive(event, replaying=replaying):
+                outputs = self.projection.receive(event, replaying=replaying)
+                if self.children is not None:
+                    outputs = self.children.route(event, outputs, replaying=replaying)
+                for output in outputs:
                     if isinstance(output, Update):
                         await self._send(output)
                     elif isinstance(output, (Ask, Settled)):
@@ -120,12 +130,47 @@ class AgentSession:
                         self._turn.end(output)
 
     async def _send(self, update: Update) -> None:
+        session_id = update.session_id or self.id
         try:
+            if update.raw:
+                # The Python SDK's models lack the subagents RFD's variants: sent as built.
+                await self.client._conn.send_notification(  # type: ignore[attr-defined]
+                    "session/update", {"sessionId": session_id, "update": update.payload})
+                return
             # The package validates the payload into its model as it builds the notification:
             # once, not twice (a replay sends tens of thousands).
-            await self.client.session_update(session_id=self.id, update=update.payload)  # type: ignore[arg-type]
+            await self.client.session_update(session_id=session_id, update=update.payload)  # type: ignore[arg-type]
         except ValidationError:  # a mapping bug: one update lost is better than a dead session
             log.exception("session %s: an update does not validate: %r", self.id, update.payload)
+
+    async def publish_states(self) -> None:
+        """After ``session/load``'s answer: each child session's current state."""
+        if self.children is None:
+            return
+        try:
+            async with self._lock:
+                for update in self.children.current_states():
+                    await self._send(update)
+        except ConnectionError:
+            log.info("session %s: the client left before its children's states were sent", self.id)
+
+    async def cancel_child(self, child_id: str) -> None:
+        """``session/cancel`` naming a child: that sub-agent alone is cancelled (its state then
+        goes ``idle`` / ``cancelled`` with its ``SubagentFinishedEvent``). A notification has no
+        answer: what cannot be done is logged."""
+        child = self.children.child(child_id) if self.children is not None else None
+        if child is None:
+            return
+        if child.finished:
+            log.warning("session %s: session/cancel of child %s, which has already finished", self.id, child_id)
+            return
+        if not child.cancellable:
+            log.warning("session %s: session/cancel of child %s, which has no cancel capability", self.id, child_id)
+            return
+        try:
+            await self.conversations.cancel_subagent(self.id, child_id)
+        except TaskwireError as exc:
+            log.warning("session %s: could not cancel child %s: %s", self.id, child_id, exc.detail)
 
     async def close(self) -> None:
         """Stop following (the conversation itself goes on, or stops with the host)."""

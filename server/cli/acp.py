@@ -83,7 +83,7 @@ async def serve_acp(args: argparse.Namespace, default_agent: dict[str, Any] | No
             reader, writer = await protocol_streams(protocol_out)
             agent = TaskwireAgent(conversations, default_agent=default_agent, context_window=args.context_window)
             try:
-                await run_agent(agent, writer, reader)
+                await run_agent(agent, writer, reader, observers=[agent.observe])
             finally:
                 await agent.close()
     except StartupError as exc:

@@ -91,16 +91,19 @@ async def drive(
     on_line: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     timeout: float = RUN_TIMEOUT,
     permissions: list[dict[str, Any]] | None = None,
+    subagents: bool = False,
 ) -> Transcript:
     """Run the SDK client on ``steps`` against ``command`` (spawned by the client, with ``env``),
     until the steps are done and the agent exited. ``on_line`` sees each line as it comes.
-    ``permissions``: how the client answers permission requests (rules, see ``drive.mjs``)."""
+    ``permissions``: how the client answers permission requests (rules, see ``drive.mjs``).
+    ``subagents``: the client uses the SDK's unstable entry and declares
+    ``clientCapabilities.subagents``."""
     node = shutil.which("node")
     need(node is not None, "node is not on PATH")
     need(SDK.is_dir(), "the ACP SDK client is not installed (make acp-client)")
     assert node is not None
     plan = folder / f"plan-{len(list(folder.glob('plan-*.json')))}.json"
-    plan.write_text(json.dumps({"steps": steps, "permissions": permissions or []}))
+    plan.write_text(json.dumps({"steps": steps, "permissions": permissions or [], "unstable": subagents}))
     process = await asyncio.create_subprocess_exec(
         node, str(DRIVER), str(plan), "--", *command,
         cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,

@@ -57,6 +57,12 @@ def test_every_update_validates_in_the_sdk_unchanged(run: Run) -> None:
     assert all(u["sessionId"] == run.session_id for u in run.transcript.validated)
 
 
+def test_an_editor_without_the_subagents_capability_gets_no_child_session_frames(run: Run) -> None:
+    kinds = {params["update"]["sessionUpdate"] for params in run.transcript.raw}
+    assert not kinds & {"subagent_update", "session_message", "session_message_chunk"}
+    assert {params["sessionId"] for params in run.transcript.raw} == {run.session_id}
+
+
 def test_the_prompt_ends_end_turn_with_the_turns_usage(run: Run) -> None:
     answer = run.transcript.result(PROMPTED)
     assert answer["stopReason"] == "end_turn"
