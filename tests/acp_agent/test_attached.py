@@ -70,6 +70,9 @@ async def test_attached_session_survives_a_server_restart_mid_run(tmp_path: Path
     assert transcript.result(2)["stopReason"] == "cancelled"
     assert transcript.result(3)["stopReason"] == "end_turn"
     assert transcript.sdk_errors == []
+    # An editor that did not declare clientCapabilities.subagents: the flattened form only.
+    assert not {p["update"]["sessionUpdate"] for p in transcript.raw} & {"subagent_update", "session_message"}
+    assert len({p["sessionId"] for p in transcript.raw}) == 1
 
     live = transcript.updates(2) + transcript.updates(3)
     calls = by_call(live)
