@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tests.acp_agent.helpers import SCRIPTS, TASKWIRE_ACP, by_call, drive, final_status, same_updates, stamp
+from tests.acp_agent.helpers import SCRIPTS, TASKWIRE_ACP, Transcript, by_call, drive, final_status, same_updates, stamp
 from tests.servers import ServerProcess, isolated_settings, taskwire_server
 
 SCRIPT = json.dumps({"lanes": [
@@ -31,7 +31,8 @@ def _matches(value: Any, pattern: Any) -> bool:
     return isinstance(value, dict) and all(_matches(value.get(k), v) for k, v in pattern.items())
 
 
-async def test_attached_session_survives_a_server_restart_mid_run(tmp_path: Path) -> None:
+async def _restarted_mid_run(tmp_path: Path, *, subagents: bool = False) -> Transcript:
+    """The editor's run, its server killed and started again while sub-agent B sleeps."""
     script = tmp_path / "script.json"
     script.write_text(SCRIPT)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
@@ -61,15 +62,23 @@ async def test_attached_session_survives_a_server_restart_mid_run(tmp_path: Path
     client_env = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
     try:
         transcript = await drive(steps, env=client_env, folder=tmp_path, command=[*TASKWIRE_ACP, "--url", server.url],
-                                 on_line=restart_while_b_sleeps)
+                                 on_line=restart_while_b_sleeps, subagents=subagents)
     finally:
         await server.stop()
         await server.client.aclose()
     assert restarted
+    return transcript
+
+
+async def test_attached_session_survives_a_server_restart_mid_run(tmp_path: Path) -> None:
+    transcript = await _restarted_mid_run(tmp_path)
     # The restart stopped the run (the new process found it running and paused it): cancelled.
     assert transcript.result(2)["stopReason"] == "cancelled"
     assert transcript.result(3)["stopReason"] == "end_turn"
     assert transcript.sdk_errors == []
+    # An editor that did not declare clientCapabilities.subagents: the flattened form only.
+    assert not {p["update"]["sessionUpdate"] for p in transcript.raw} & {"subagent_update", "session_message"}
+    assert len({p["sessionId"] for p in transcript.raw}) == 1
 
     live = transcript.updates(2) + transcript.updates(3)
     calls = by_call(live)
@@ -84,6 +93,17 @@ async def test_attached_session_survives_a_server_restart_mid_run(tmp_path: Path
     assert [s for c, s in statuses.items() if c not in (sleeping, task)] == ["completed", "completed"]
     # Nothing lost, nothing repeated: the live session showed exactly what the store replays.
     same_updates(live, transcript.updates(4))
+
+
+async def test_attached_child_sessions_survive_a_server_restart_mid_run(tmp_path: Path) -> None:
+    transcript = await _restarted_mid_run(tmp_path, subagents=True)
+    assert transcript.sdk_errors == [] and transcript.validated == transcript.raw
+    assert transcript.result(2)["stopReason"] == "cancelled" and transcript.result(3)["stopReason"] == "end_turn"
+    live = [u for step in (2, 3) for u in transcript.updates(step) if u["sessionUpdate"] == "subagent_update"]
+    announced = [u["sessionId"] for u in live if "title" in u]
+    assert len(announced) == 1  # announced once, not again after the feed resumed
+    states = [u["state"] for u in live if "state" in u]
+    assert states[0] == {"state": "running"} and states[-1]["state"] == "idle", states  # never left running
 
 
 async def test_attached_mode_uses_the_servers_key_and_refuses_a_wrong_one(tmp_path: Path) -> None:
