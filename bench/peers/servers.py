@@ -5,6 +5,9 @@ agent-server runs as ``python -m openhands.agent_server`` from its own venv in t
 holds its ``workspace/conversations``, with no ``OH_*`` setting of taskwire's in its
 environment (both read that prefix) and LiteLLM told to use its bundled model prices instead of
 fetching them (the machine is offline; nothing here calls a model).
+
+For the tree workload (``langgraph.py``): ``taskwire mock-llm`` as its own process, taskwire with
+sub-agent forwarding on, and LangGraph's Agent Server under uvicorn from its own venv.
 """
 
 from __future__ import annotations
