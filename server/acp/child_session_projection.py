@@ -100,7 +100,7 @@ class ChildSessionProjection:
         elif kind == "SubagentFinishedEvent":
             after = self._finished(event)
         elif kind == "ConversationStateUpdateEvent" and event.get("key") == "work_state":
-            after = self._reported_state(event)
+            after = self._reported_state(event, replaying)
         if not outputs:
             return [*before, *after]
         routed = [out for output in outputs for out in self._reroute(output)]
@@ -189,7 +189,7 @@ class ChildSessionProjection:
         out.append(self._set_state(child, state))
         return out
 
-    def _reported_state(self, event: dict[str, Any]) -> list[Output]:
+    def _reported_state(self, event: dict[str, Any], replaying: bool = False) -> list[Output]:
         child = self.children.get(event.get("subagent_id") or "")
         value = event.get("value")
         if child is None or not isinstance(value, dict) or not isinstance(value.get("state"), str):
@@ -201,6 +201,13 @@ class ChildSessionProjection:
             state["error"] = {"code": SUBAGENT_ERROR, **value["error"]}
         elif isinstance(value.get("error"), str):
             state["error"] = {"code": SUBAGENT_ERROR, "message": value["error"]}
+        if value.get("cancellable") is True and not child.cancellable and not child.finished:
+            # A peer's child its backend can stop alone (an ACP child session with the capability).
+            child.cancellable = True
+            child.state = state
+            if replaying:  # replayed states are history: the capability follows the load's answer
+                return [self._subagent_update(child, {"state": state})]
+            return [self._subagent_update(child, {"state": state, "capabilities": {"cancel": {}}})]
         return [self._set_state(child, state)]
 
     def _set_state(self, child: Child, state: dict[str, Any]) -> Update:

@@ -60,7 +60,7 @@ async def test_child_sessions_become_subagents_with_their_work_state(forwarding_
         assert entry["result"] == f"subagent-{name} done: the command printed subagent-{name}."
         events = await all_events(server, entry["subagent_id"])
         states = [e["value"] for e in events if e.get("key") == "work_state"]
-        assert states == [{"state": "running"}, {"state": "idle", "stop_reason": "end_turn"}]
+        assert states == [{"state": "running", "cancellable": True}, {"state": "idle", "stop_reason": "end_turn"}]
         for event in events:
             assert_stamped(event, launch, entry["subagent_id"])
         assert last_per_call(events)[f"toolu_subagent{name}_0_0_00{'11' if name == 'a' else '14'}"]["status"] == "completed"
@@ -90,7 +90,7 @@ async def test_cancelled_child_ends_cancelled_while_its_sibling_finishes(forward
     cid = (await create(server, agent=replayed(tmp_path, NATIVE_CANCEL_FIXTURE, permissions="ask"), initial_message="go"))["id"]
     [from_b] = await wait_pending(server, cid, 1)
     listed = await subagents(server, cid)
-    assert listed[AGENT_B]["work_state"] == {"state": "requires_action"}  # as the peer reported it
+    assert listed[AGENT_B]["work_state"] == {"state": "requires_action", "cancellable": True}  # as the peer reported it
     assert from_b["subagent_id"] == listed[AGENT_B]["subagent_id"]
     assert (await answer(server, cid, from_b["request_id"], option_id="allow-once")).status_code == 200
     [from_a] = await wait_pending(server, cid, 1)

@@ -125,7 +125,7 @@ async def test_one_of_three_cancelled_while_the_other_two_finish(forwarding_serv
         cid = response.json()["id"]
         await wait_for_event(server, cid, lambda e: e.get("tool_call_id") == "toolu_alpha_0_0")
         alpha = (await subagents(server, cid))["Work alpha"]
-        assert alpha["work_state"] == {"state": "running"}
+        assert alpha["work_state"] == {"state": "running", "cancellable": True}
         cancelled = await server.client.post(f"/api/conversations/{cid}/subagents/{alpha['subagent_id']}/cancel")
         assert cancelled.status_code == 202, cancelled.text
         info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=180)
@@ -150,7 +150,7 @@ async def test_a_subagent_asking_permission_is_shown_waiting_and_gets_the_answer
         [request] = await wait_pending(server, cid, 1)
         alpha = (await subagents(server, cid))["Work alpha"]
         assert request["subagent_id"] == alpha["subagent_id"]
-        assert alpha["work_state"] == {"state": "requires_action"}
+        assert alpha["work_state"] == {"state": "requires_action", "cancellable": True}
         assert (await answer(server, cid, request["request_id"], option_id="allow-once")).status_code == 200
         info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=180)
         assert info["status"] == "finished", info

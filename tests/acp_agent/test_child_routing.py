@@ -97,3 +97,31 @@ def test_a_subagent_in_its_own_folder_is_announced_with_it_and_one_in_its_parent
     home = feed("SubagentStartedEvent", description="H", cwd="/repo", **sub("s2", "t2"))
     assert away[0].payload["cwd"] == "/repo/.claude/worktrees/w"  # type: ignore[union-attr]
     assert "cwd" not in home[0].payload  # type: ignore[union-attr]
+
+
+def test_a_peers_child_reported_cancellable_is_offered_cancel_once_and_not_while_replaying() -> None:
+    feed = Feed()
+    feed("ACPToolCallEvent", tool_call_id="toolu_1", title="Task", tool_kind="think", status="pending",
+         raw_input={"subagent_type": "general-purpose", "prompt": "Look."})
+    feed("SubagentStartedEvent", description="Look", **sub("s1", "toolu_1"))
+    live = feed("ConversationStateUpdateEvent", key="work_state", value={"state": "running", "cancellable": True},
+                **sub("s1", "toolu_1"))
+    assert live[-1].payload == {"sessionUpdate": "subagent_update", "sessionId": "s1",  # type: ignore[union-attr]
+                                "state": {"state": "running"}, "capabilities": {"cancel": {}}}
+    assert feed.children.child("s1").cancellable  # type: ignore[union-attr]
+    again = feed("ConversationStateUpdateEvent", key="work_state", value={"state": "requires_action", "cancellable": True},
+                 **sub("s1", "toolu_1"))
+    assert "capabilities" not in again[-1].payload  # type: ignore[union-attr]
+
+    replay = Feed()
+    replay("ACPToolCallEvent", tool_call_id="toolu_1", title="Task", tool_kind="think", status="pending",
+           raw_input={"subagent_type": "general-purpose", "prompt": "Look."})
+    replay.seq += 1
+    replay.children.route({"kind": "SubagentStartedEvent", "seq": replay.seq, "description": "Look", **sub("s1", "toolu_1")},
+                          [], replaying=True)
+    replay.seq += 1
+    replayed = replay.children.route({"kind": "ConversationStateUpdateEvent", "seq": replay.seq, "key": "work_state",
+                                      "value": {"state": "running", "cancellable": True}, **sub("s1", "toolu_1")},
+                                     [], replaying=True)
+    assert "capabilities" not in replayed[-1].payload  # type: ignore[union-attr]
+    assert replay.children.current_states()[0].payload["capabilities"] == {"cancel": {}}

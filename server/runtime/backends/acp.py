@@ -253,7 +253,12 @@ class ACPBackend:
                     child.stop_hook = functools.partial(self.cancel_child, action.tool_call_id)
             elif isinstance(action, SubagentWorkState):
                 if action.tool_call_id in self._subagents:
-                    state = ConversationStateUpdateEvent(key="work_state", value=action.value, parent_tool_use_id=action.tool_call_id)
+                    value = dict(action.value)
+                    session = self._children.child_of_launch(action.tool_call_id)
+                    if session is not None and session.cancellable and value.get("state") != "idle":
+                        # Said in the stream, so every projection (taskwire acp) can offer the cancel.
+                        value["cancellable"] = True
+                    state = ConversationStateUpdateEvent(key="work_state", value=value, parent_tool_use_id=action.tool_call_id)
                     await self.emit(host, state)
             elif action.tool_call_id in self._subagents:
                 child, parent = self._subagents[action.tool_call_id]
