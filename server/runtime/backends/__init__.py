@@ -35,7 +35,7 @@ async def build_backend(host: ConversationHost, store: Store, tasks: TaskManager
         return acp.ACPBackend.from_spec(agent, host)
     if kind == "claude_sdk":
         claude_sdk = await _imported("server.runtime.backends.claude_sdk")
-        return claude_sdk.ClaudeSDKBackend.from_spec(agent, host)
+        return await claude_sdk.ClaudeSDKBackend.from_spec(agent, host)
     raise BackendError(f"unknown agent kind {kind!r}", code="bad_agent")
 
 
