@@ -12,6 +12,9 @@ the child's whole group, so nothing it started is left behind.
 systemd's default stop signals every process of the unit's cgroup, sessions regardless: a
 child that must finish its work (the tracing worker) ignores SIGINT and SIGTERM itself
 (``ignore_stop_signals``) and ends when its stdin closes.
+
+A library that spawns a child itself (the Claude Agent SDK starts Claude Code) gets the same by
+running its command through ``in_own_group``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from typing import Any
 
 OWN_GROUP: dict[str, Any] = {"start_new_session": True}
@@ -63,3 +67,19 @@ def ignore_stop_signals() -> None:
     the server (systemd signals the whole cgroup) no longer cut its work short."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def in_own_group(command: list[str]) -> list[str]:
+    """``command`` run through this module, which gives it a session (and process group) of
+    its own before it runs: for a child a library starts, without ``start_new_session``."""
+    return [sys.executable, "-m", "server.child_processes", *command]
+
+
+def main(argv: list[str]) -> None:
+    """``python -m server.child_processes COMMAND...``: COMMAND in a new session, same pid."""
+    os.setsid()
+    os.execvp(argv[0], argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -107,3 +107,10 @@ class GroupServer:
 def stopped_cleanly(status: int, sig: signal.Signals) -> bool:
     """Exit 0, or death by the signal itself (uvicorn re-raises the signal it caught)."""
     return status in (0, -sig, 128 + sig)
+
+
+def assert_quiet(log: str) -> None:
+    """Nothing alarming in what the server printed: no traceback, no error line, no run failed
+    (each child is stopped by the server, in order, not killed under a run by the signal)."""
+    assert "Traceback" not in log and "shutdown failed" not in log, log
+    assert not [line for line in log.splitlines() if " ERROR " in line or "run failed" in line], log

@@ -58,9 +58,12 @@ class ReplaySession:
         """What each recorded ``can_use_tool`` call was answered, in order."""
 
     @classmethod
-    def from_file(cls, path: str | Path, roots: list[Path] | None = None) -> ReplaySession:
-        """The session a transcript file records, read only under ``roots`` (``load_transcript``)."""
-        return cls(load_transcript(path, roots))
+    async def load(cls, path: str | Path, roots: list[Path] | None = None) -> ReplaySession:
+        """The session a transcript file records, read only under ``roots`` (``load_transcript``).
+        Read and parsed in a thread: a transcript may have 64 MiB, seconds of parsing that
+        would hold every other conversation on the loop. Cancelled, it leaves nothing behind:
+        the session exists only once the whole file is parsed."""
+        return cls(await asyncio.to_thread(load_transcript, path, roots))
 
     async def connect(self) -> None:
         return None

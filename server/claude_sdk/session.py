@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator, Protocol
 
 import claude_agent_sdk as sdk
 
+from server.claude_sdk.transport import OwnGroupTransport
 from server.environment import blanked_settings
 from server.errors import ClaudeSDKError
 from server.specs import ClaudeSDKAgentSpec
@@ -80,7 +81,7 @@ class ClaudeCodeSession:
     def __init__(self, options: sdk.ClaudeAgentOptions) -> None:
         self._stderr: deque[str] = deque(maxlen=20)
         options.stderr = self._on_stderr
-        self._client = sdk.ClaudeSDKClient(options)
+        self._client = sdk.ClaudeSDKClient(options, transport=OwnGroupTransport(options))
         self._connected = False
 
     def _on_stderr(self, line: str) -> None:

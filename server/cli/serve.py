@@ -138,7 +138,10 @@ def run_mock_llm(args: argparse.Namespace) -> int:
         err.print(f"[red]no such script file:[/red] {script}")
         return 2
     err.print(f"scripted LLM on http://{args.host}:{args.port} (/v1/chat/completions, /v1/messages)")
-    asyncio.run(serve_mock_llm(script, args.host, args.port, args.log))
+    try:
+        asyncio.run(serve_mock_llm(script, args.host, args.port, args.log))
+    except KeyboardInterrupt:  # as for serve: uvicorn re-raises the SIGINT once it has stopped
+        return INTERRUPTED
     return 0
 
 

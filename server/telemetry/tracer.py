@@ -152,7 +152,8 @@ class RecordTracer:
             self._update(await self._call("trace", rows))
         except WorkerGone:
             # Its open spans died with it; a new worker traces the runs that start from now.
-            log.error("tracing: the tracing worker died; starting another")
+            log.error("tracing: the tracing worker died; %d open spans and %d records not traced are lost; starting another",
+                      self._open_spans, len(rows))
             self.records_dropped += len(rows)
             self._before = (self.spans_exported, self.spans_failed, self.spans_not_built)
             self._end_worker()

@@ -39,7 +39,7 @@ async def build_backend(
         return acp.ACPBackend.from_spec(agent, host)
     if kind == "claude_sdk":
         claude_sdk = await _imported("server.runtime.backends.claude_sdk")
-        return claude_sdk.ClaudeSDKBackend.from_spec(agent, host)
+        return await claude_sdk.ClaudeSDKBackend.from_spec(agent, host)
     if kind == "openhands":
         openhands = await _imported("server.runtime.backends.openhands")
         return openhands.OpenHandsBackend.from_spec(agent, host)

@@ -62,7 +62,7 @@ class ClaudeSDKBackend:
         self._closed = False
 
     @classmethod
-    def from_spec(cls, agent: dict[str, Any], host: AgentHost) -> ClaudeSDKBackend:
+    async def from_spec(cls, agent: dict[str, Any], host: AgentHost) -> ClaudeSDKBackend:
         """The backend for a conversation's ``agent`` spec: the real CLI, or a ``replay`` file."""
         try:
             spec = ClaudeSDKAgentSpec.model_validate(agent)
@@ -72,7 +72,7 @@ class ClaudeSDKBackend:
         callback = backend.permissions.can_use_tool if backend.permissions is not None else None
         if spec.replay:
             # The path is a client's: read only under the config folder and the workspace roots.
-            replay = ReplaySession.from_file(spec.replay, script_roots(host.settings))
+            replay = await ReplaySession.load(spec.replay, script_roots(host.settings))
             replay.can_use_tool = callback
             backend.source = replay
         else:
