@@ -63,6 +63,8 @@ class Child:
     ended: bool = False
     """Its end state came; the synthesized call closes at the reply (or the next other frame)."""
     closed: bool = False
+    parent: "Child | None" = None
+    """The child whose session announced it (a sub-agent's sub-agent); ``None`` under the root."""
     held: list[tuple[Literal["update", "permission"], dict[str, Any]]] = field(default_factory=list)
 
 
@@ -152,7 +154,7 @@ class ChildSessions:
         on_root = not self.root_session_id or session_id == self.root_session_id or session_id is None
         actions: list[Action] = []
         if kind == "subagent_update":
-            return self._subagent_update(update)
+            return self._subagent_update(update, session_id)
         if kind == "session_message":
             return self._session_message(update, session_id)
         if kind == "session_message_chunk":
@@ -189,7 +191,7 @@ class ChildSessions:
 
     # -- the RFD's messages -----------------------------------------------------------------
 
-    def _subagent_update(self, update: dict[str, Any]) -> list[Action]:
+    def _subagent_update(self, update: dict[str, Any], on_session: Any) -> list[Action]:
         child_id = update.get("sessionId")
         if not isinstance(child_id, str) or not child_id:
             log.warning("ACP subagent_update names no child session; skipped")
@@ -200,7 +202,7 @@ class ChildSessions:
             if not any(k in update for k in ("title", "description", "capabilities")):
                 log.warning("ACP subagent_update for child session %s, never announced; skipped", child_id)
                 return []
-            child = self.children[child_id] = Child(child_id)
+            child = self.children[child_id] = Child(child_id, parent=self.children.get(on_session))
             self._adopt_unplaced(child)
         if isinstance(update.get("title"), str):
             child.title = update["title"]
@@ -250,8 +252,9 @@ class ChildSessions:
                 return []  # the child's copy of a delegation from a parent we do not know
             log.warning("ACP session_message %s names no known session (recipient %r); skipped", message_id, recipient)
             return []
-        if on_session != self.root_session_id:
-            return []  # the child's (incoming) copy of the delegation: the parent's was used
+        sender = update.get("senderSessionId")
+        if on_session != (sender if isinstance(sender, str) else self.root_session_id):
+            return []  # the child's (incoming) copy of the delegation: the sender's was used
         actions = []
         if child.launch_id is None:
             child.prompt = text
@@ -355,8 +358,13 @@ class ChildSessions:
             "status": "pending",
             "rawInput": raw_input,
             "content": [{"type": "content", "content": {"type": "text", "text": child.prompt}}] if child.prompt else [],
-            "_meta": {"claudeCode": {"toolName": "Agent"}},
+            "_meta": self._launch_meta(child),
         }
+
+    def _launch_meta(self, child: Child) -> dict[str, Any]:
+        # A launch from a child session is that child's call, as the flattened form stamps it.
+        parent = child.parent.launch_id if child.parent is not None else None
+        return {"claudeCode": {"toolName": "Agent", **({"parentToolUseId": parent} if parent else {})}}
 
     def _said(self, child: Child, update: dict[str, Any]) -> None:
         message_id = update.get("messageId")
@@ -384,7 +392,7 @@ class ChildSessions:
             "sessionUpdate": "tool_call_update",
             "toolCallId": child.launch_id,
             "status": status,
-            "_meta": {"claudeCode": {"toolName": "Agent"}},
+            "_meta": self._launch_meta(child),
         }
         # The answer replaces the prompt the synthesized call showed (as the flattened form does).
         update["content"] = [{"type": "content", "content": {"type": "text", "text": text}}] if text else []
