@@ -30,7 +30,7 @@ from server.runtime.backends import build_backend
 from server.runtime.conversation import ConversationHost
 from server.runtime.forwarding import TopicPublisher
 from server.runtime.ownership import Ownership, owned
-from server.runtime.recovery import close_interrupted_calls
+from server.runtime.recovery import close_interrupted_calls, restate_status
 from server.runtime.store_faults import STOPPED_BY_STORE, StrandedRuns, store_reason
 from server.runtime.subagent_commands import SubagentCommands
 from server.runtime.task_manager import TaskManager
@@ -206,6 +206,8 @@ class Runtime(PermissionCommands, SubagentCommands):
         await close_interrupted_calls(self.store, host)
         if host.record.status == "running":
             await host.set_status("paused", stranded)
+        elif stranded is not None:
+            await restate_status(self.store, host)
 
     def _strand(self, host: ConversationHost, *, stopped_by_store: str | None) -> None:
         """A write of ``host``'s run failed (the store could not write): what it could not

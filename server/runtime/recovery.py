@@ -76,6 +76,27 @@ async def close_interrupted_calls(store: Store, root: ConversationHost) -> int:
     return len(open_calls)
 
 
+async def restate_status(store: Store, root: ConversationHost) -> None:
+    """Record the root's status event again when its stream's last one differs from its row:
+    a status is two writes (the row, then the event), and the store may have failed between."""
+    if await _last_status(store, root.root_id) != root.record.status:
+        await root.emit(ConversationStateUpdateEvent(key="status", value=root.record.status, reason=root.record.status_reason))
+
+
+async def _last_status(store: Store, root_id: str) -> str | None:
+    query = EventQuery(root_id=root_id, conversation_ids=[root_id], kinds=["ConversationStateUpdateEvent"])
+    page_id = None
+    while True:
+        page = await store.search(query, limit=100, page_id=page_id, order="TIMESTAMP_DESC")
+        for record in page.items:
+            event = parse_event(record.json)
+            if isinstance(event, ConversationStateUpdateEvent) and event.key == "status":
+                return str(event.value)
+        page_id = page.next_page_id
+        if page_id is None:
+            return None
+
+
 def _closing(call: Event, *, ran: bool = True) -> Event:
     text = closing_text(ran, REASON)
     status = closing_status(ran)

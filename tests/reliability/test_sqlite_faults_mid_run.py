@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from tests.api.helpers import all_events
+from tests.faults import small_tmpfs
 from tests.reliability.consistency import assert_consistent
 from tests.reliability.test_database_restart import assert_quiet, start, status_events, ticking_script, ticks
 from server.runtime.store_faults import STOPPED_BY_STORE
@@ -25,15 +25,8 @@ from tests.services import wait_until
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 32 MiB tmpfs, or a skip where this machine does not let the test mount one."""
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(folder)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
-    try:
+    with small_tmpfs(tmp_path / "disk", "32m") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 async def ticked(server: RunningServer, cid: str) -> bool:
