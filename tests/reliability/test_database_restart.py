@@ -52,16 +52,16 @@ async def ticks(server: RunningServer, cid: str) -> int:
     return len(found.json()["items"])
 
 
-async def restart_mid_run(server: RunningServer, pg: PrivatePostgres, cid: str) -> None:
-    """Wait for the run to be well under way, then stop the database for a second and start it."""
+async def restart_mid_run(server: RunningServer, pg: PrivatePostgres, cid: str, down: float = 1.0) -> None:
+    """Wait for the run to be well under way, then stop the database for ``down`` s and start it."""
     await wait_until(lambda: _ticked(server, cid, 3), timeout=60, what="the run to make three tool calls")
-    await bounce(pg)
+    await bounce(pg, down)
 
 
-async def bounce(pg: PrivatePostgres) -> None:
-    """Stop the database for a second (a run keeps writing meanwhile: it hits the fault), then start it."""
+async def bounce(pg: PrivatePostgres, down: float = 1.0) -> None:
+    """Stop the database for ``down`` s (a run keeps writing meanwhile: it hits the fault), then start it."""
     await asyncio.to_thread(pg.stop)
-    await asyncio.sleep(1.0)
+    await asyncio.sleep(down)
     await asyncio.to_thread(pg.start)
 
 
@@ -198,13 +198,15 @@ async def _ready(server: RunningServer) -> bool:
     return (await server.client.get("/ready")).status_code == 200
 
 
-async def test_with_two_replicas_the_owner_resumes_it_and_both_logs_stay_quiet(tmp_path: Path, cluster: PrivatePostgres) -> None:
+async def test_with_two_replicas_a_run_fenced_by_its_lease_resumes_and_both_logs_stay_quiet(tmp_path: Path, cluster: PrivatePostgres) -> None:
     need_redis()
     replicas = await start_cluster(tmp_path, cluster.url, REDIS_URL)
     try:
         a, b = replicas.a, replicas.b
         cid = await start(a, ticking_script())  # type: ignore[arg-type]
-        await restart_mid_run(b, cluster, cid)  # type: ignore[arg-type]
+        # Down longer than 0.8 of the replicas' 3 s lease: the owner stops the run itself before
+        # its lease may lapse (the store's doing, so it resumes all the same).
+        await restart_mid_run(b, cluster, cid, down=4.0)  # type: ignore[arg-type]
 
         async def finished() -> bool:
             response = await b.client.get(f"/api/conversations/{cid}")
