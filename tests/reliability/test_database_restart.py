@@ -223,3 +223,52 @@ async def test_with_two_replicas_a_run_fenced_by_its_lease_resumes_and_both_logs
             assert not log_problems(replica), log_problems(replica)
     finally:
         await stop_cluster(replicas)
+
+
+async def test_with_two_replicas_a_permission_wait_outlasting_the_lease_is_closed_then_the_run_goes_on(
+    tmp_path: Path, cluster: PrivatePostgres
+) -> None:
+    need_redis()
+    replicas = await start_cluster(tmp_path, cluster.url, REDIS_URL)
+    try:
+        a, b = replicas.a, replicas.b
+        cid = await start(a, ticking_script(2), approval="always")  # type: ignore[arg-type]
+
+        async def pending() -> list[dict[str, Any]]:
+            return list((await b.client.get(f"/api/conversations/{cid}/permissions")).json())
+
+        async def asked() -> bool:
+            return bool(await pending())
+
+        await wait_until(asked, timeout=60, what="a permission request")
+        first = (await pending())[0]["request_id"]
+        # Down longer than 0.8 of the 3 s lease: the owner, unable to renew, stops the run
+        # itself (nothing of it was writing); once the store is back it is resumed, the request
+        # it waited on closed as cancelled, and the model asks again.
+        await bounce(cluster, 4.0)
+
+        async def asked_again() -> bool:
+            return any(r["request_id"] != first for r in await pending())
+
+        await wait_until(asked_again, timeout=60, what="a new permission request (the next tick's)")
+        request = next(r for r in await pending() if r["request_id"] != first)
+        answered = await b.client.post(f"/api/conversations/{cid}/permissions/{request['request_id']}",
+                                       json={"decision": "allow"})
+        assert answered.status_code == 200, answered.text
+
+        async def finished() -> bool:
+            return (await b.client.get(f"/api/conversations/{cid}")).json()["status"] in ("finished", "error")
+
+        await wait_until(finished, timeout=120, what="the run to finish")
+        events = await all_events(b, cid)  # type: ignore[arg-type]
+        statuses = status_events(events)
+        assert statuses[-1] == ("finished", None), statuses
+        assert any(s == "paused" and (r or "").startswith(STOPPED_BY_STORE) for s, r in statuses), statuses
+        cancelled = [e for e in events if e["kind"] == "PermissionResolvedEvent" and e["outcome"] == "cancelled"]
+        assert len(cancelled) == 1 and "store" in cancelled[0]["reason"], cancelled
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        await assert_consistent(b, cid)  # type: ignore[arg-type]
+        for replica in (a, b):
+            assert not log_problems(replica), log_problems(replica)
+    finally:
+        await stop_cluster(replicas)
