@@ -82,6 +82,18 @@ def status_events(events: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
             if e["kind"] == "ConversationStateUpdateEvent" and e["key"] == "status" and not e.get("subagent_id")]
 
 
+async def assert_paused_then_finished(server: RunningServer, cid: str) -> list[dict[str, Any]]:
+    """The run was ``paused`` saying the store stopped it, then finished; ``seq`` 1..N without a
+    gap; the tree consistent. Returns its events."""
+    events = await all_events(server, cid, include_subagents="true")
+    statuses = status_events(events)
+    assert statuses[-1] == ("finished", None), statuses
+    assert any(s == "paused" and (r or "").startswith(STOPPED_BY_STORE) for s, r in statuses), statuses
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    await assert_consistent(server, cid)
+    return events
+
+
 def assert_quiet(records: list[logging.LogRecord]) -> None:
     """An expected fault is told in lines, never with a traceback or an error."""
     loud = [r for r in records if r.exc_info or r.levelno >= logging.ERROR]
@@ -213,12 +225,7 @@ async def test_with_two_replicas_a_run_fenced_by_its_lease_resumes_and_both_logs
             return response.status_code == 200 and response.json()["status"] in ("finished", "error")
 
         await wait_until(finished, timeout=120, what="the run to finish")
-        events = await all_events(b, cid)  # type: ignore[arg-type]
-        statuses = status_events(events)
-        assert statuses[-1] == ("finished", None), statuses
-        assert any(s == "paused" and (r or "").startswith(STOPPED_BY_STORE) for s, r in statuses), statuses
-        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-        await assert_consistent(b, cid)  # type: ignore[arg-type]
+        await assert_paused_then_finished(b, cid)  # type: ignore[arg-type]
         for replica in (a, b):
             assert not log_problems(replica), log_problems(replica)
     finally:
@@ -260,14 +267,9 @@ async def test_with_two_replicas_a_permission_wait_outlasting_the_lease_is_close
             return (await b.client.get(f"/api/conversations/{cid}")).json()["status"] in ("finished", "error")
 
         await wait_until(finished, timeout=120, what="the run to finish")
-        events = await all_events(b, cid)  # type: ignore[arg-type]
-        statuses = status_events(events)
-        assert statuses[-1] == ("finished", None), statuses
-        assert any(s == "paused" and (r or "").startswith(STOPPED_BY_STORE) for s, r in statuses), statuses
+        events = await assert_paused_then_finished(b, cid)  # type: ignore[arg-type]
         cancelled = [e for e in events if e["kind"] == "PermissionResolvedEvent" and e["outcome"] == "cancelled"]
         assert len(cancelled) == 1 and "store" in cancelled[0]["reason"], cancelled
-        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-        await assert_consistent(b, cid)  # type: ignore[arg-type]
         for replica in (a, b):
             assert not log_problems(replica), log_problems(replica)
     finally:
