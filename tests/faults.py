@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
+from pathlib import Path
 from typing import Any, Awaitable, Callable, Coroutine, Generator
+
+import pytest
 
 from tests.services import free_port
 
@@ -130,3 +134,18 @@ class TcpProxy:
 
     async def close(self) -> None:
         await self.cut()
+
+
+@contextlib.contextmanager
+def small_tmpfs(folder: Path, size: str) -> Generator[Path, None, None]:
+    """A tmpfs of ``size`` (``4m``) mounted at ``folder`` (a disk that fills up for real), or a
+    skip where this machine does not let the test mount one."""
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+

@@ -30,9 +30,9 @@ from server.runtime.backends import build_backend
 from server.runtime.conversation import ConversationHost
 from server.runtime.forwarding import TopicPublisher
 from server.runtime.ownership import Ownership, owned
-from server.runtime.recovery import close_interrupted_calls
+from server.runtime.recovery import close_interrupted_calls, restate_status
 from server.runtime.requests_first import RequestsFirst
-from server.runtime.store_faults import STOPPED_BY_STORE, StrandedRuns, store_reason
+from server.runtime.store_faults import FENCED, STOPPED_BY_STORE, StrandedRuns, store_reason
 from server.runtime.subagent_commands import SubagentCommands
 from server.runtime.task_manager import TaskManager
 from server.runtime.workspaces import prepare_workspace
@@ -212,9 +212,14 @@ class Runtime(PermissionCommands, SubagentCommands):
 
     async def _recover(self, host: ConversationHost, stranded: str | None) -> None:
         """``stranded``: the ``status_reason`` to record when the store stopped its run."""
-        await close_interrupted_calls(self.store, host)
+        if stranded is None:
+            await close_interrupted_calls(self.store, host)
+        else:
+            await close_interrupted_calls(self.store, host, "the store could not write")
         if host.record.status == "running":
             await host.set_status("paused", stranded)
+        elif stranded is not None:
+            await restate_status(self.store, host)
 
     def _strand(self, host: ConversationHost, *, stopped_by_store: str | None) -> None:
         """A write of ``host``'s run failed (the store could not write): what it could not
@@ -242,11 +247,12 @@ class Runtime(PermissionCommands, SubagentCommands):
         """The host of a root this process holds in memory, if any."""
         return self._roots.get(conversation_id)
 
-    async def unload(self, conversation_id: str) -> None:
-        """Stop and forget a root's host; the next command loads it again from the store."""
+    async def unload(self, conversation_id: str, reason: str | None = None) -> None:
+        """Stop and forget a root's host; the next command loads it again from the store.
+        ``reason``: why its run is stopped, if not the usual."""
         host = self._roots.pop(conversation_id, None)
         if host is not None:
-            await host.close()
+            await (host.close() if reason is None else host.close(reason))
 
     @owned
     async def delete(self, conversation_id: str) -> None:
@@ -291,6 +297,10 @@ class Runtime(PermissionCommands, SubagentCommands):
             await self.drive(host, started)
         except BackendError:
             pass  # recorded in the stream by drive()
+        except asyncio.CancelledError as exc:
+            if exc.args[:1] == (FENCED,):  # its lease lapsing while the store fails: the store's doing
+                stopped_by_store = self.store.health.reason or FENCED
+            raise
         except StoreUnavailable as exc:
             stopped_by_store = exc.reason
             log.warning("conversation %s stopped: the store cannot write (%s)", host.conversation_id, exc.reason)

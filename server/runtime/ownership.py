@@ -37,6 +37,7 @@ from server.bus import Bus
 from server.errors import BadRequest, StoreUnavailable, Unavailable
 from server.settings import Settings
 from server.store import ConversationRecord, Store
+from server.runtime.store_faults import FENCED
 from server.store.leases import leases_for
 
 
@@ -52,7 +53,7 @@ class Runtime(Protocol):
 
     def loaded(self, conversation_id: str) -> Any: ...
 
-    async def unload(self, conversation_id: str) -> None: ...
+    async def unload(self, conversation_id: str, reason: str | None = None) -> None: ...
 
 log = logging.getLogger(__name__)
 
@@ -260,11 +261,13 @@ class Ownership:
                     self._held[root_id] = now
                 elif kept is not None or now - self._held[root_id] > 0.8 * self._seconds:
                     # Lost, or about to lapse: stop before another replica may take it over.
-                    log.error("replica %s stops conversation %s: its lease is %s", self.replica_id, root_id,
-                              "gone" if kept is not None else "about to lapse")
+                    # Lost: another replica took it (an error); about to lapse: the store's fault, told by it.
+                    log.log(logging.ERROR if kept is not None else logging.WARNING,
+                            "replica %s stops conversation %s: its lease is %s", self.replica_id, root_id,
+                            "gone" if kept is not None else "about to lapse while the store cannot write")
                     self._held.pop(root_id, None)
                     try:
-                        await self._runtime.unload(root_id)
+                        await self._runtime.unload(root_id, FENCED if kept is None else None)
                     except Exception:
                         log.exception("replica %s could not stop conversation %s", self.replica_id, root_id)
 

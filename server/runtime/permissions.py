@@ -26,7 +26,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Sequence
 
-from server.errors import PermissionNotFound, PermissionResolved
+from server.errors import PermissionNotFound, PermissionResolved, StoreUnavailable
 from server.events import (
     ConversationStateUpdateEvent,
     Event,
@@ -221,6 +221,8 @@ class TreePermissions:
     async def _record(self, entry: _Waiting, event: PermissionResolvedEvent) -> PermissionResolvedEvent:
         try:
             await entry.stream.emit(event)
+        except StoreUnavailable as exc:  # told by the store; reconciling the run closes it again
+            log.warning("could not store the answer to permission request %s: %s", event.request_id, exc.reason)
         except Exception:  # the answer still stands for the waiting call; the log lacks it
             log.exception("could not store the answer to permission request %s", event.request_id)
         finally:
@@ -228,6 +230,8 @@ class TreePermissions:
         try:
             self._remember(entry.request, event)
             await self._publish_pending()
+        except StoreUnavailable:
+            pass  # the store said so; the set is published again when the run is reconciled
         except Exception:
             log.exception("could not publish the pending permissions of %s", self._root_id)
         finally:

@@ -35,8 +35,9 @@ TERMINAL = {"completed", "failed", "cancelled"}
 KINDS = ["ActionEvent", "ObservationEvent", "ACPToolCallEvent", *PERMISSION_KINDS]
 
 
-async def close_interrupted_calls(store: Store, root: ConversationHost) -> int:
-    """Close the tree's open calls and unfinished sub-agents; returns how many calls were closed."""
+async def close_interrupted_calls(store: Store, root: ConversationHost, reason: str = REASON) -> int:
+    """Close the tree's open calls and unfinished sub-agents, saying ``reason`` (what stopped
+    them); returns how many calls were closed."""
     open_calls: dict[tuple[str, str], Event] = {}
     waiting: dict[str, tuple[str, PermissionRequestEvent]] = {}
     async for conversation_id, event in _events(store, root.root_id):
@@ -55,10 +56,10 @@ async def close_interrupted_calls(store: Store, root: ConversationHost) -> int:
                 open_calls[(conversation_id, event.tool_call_id)] = event
     unasked = set()
     for conversation_id, request in waiting.values():
-        await root.emit_in(conversation_id, _cancelled(request))
+        await root.emit_in(conversation_id, _cancelled(request, reason))
         unasked.add((conversation_id, request.tool_call_id))
     for key, call in open_calls.items():
-        await root.emit_in(key[0], _closing(call, ran=key not in unasked))
+        await root.emit_in(key[0], _closing(call, reason, ran=key not in unasked))
     if waiting:
         await root.permissions.publish_recovered()
     for record in await store.tree(root.root_id):
@@ -69,15 +70,36 @@ async def close_interrupted_calls(store: Store, root: ConversationHost) -> int:
             paused.parent_tool_use_id, paused.subagent_id = record.parent_tool_use_id, record.id
             await root.emit_in(record.id, paused)
         if not record.is_root and (record.subagent_status or "running") == "running":
-            await store.update_conversation(record.id, subagent_status="error", result=f"interrupted: {REASON}")
-            finished = SubagentFinishedEvent(status="error", result=f"interrupted: {REASON}", usage=record.usage)
+            await store.update_conversation(record.id, subagent_status="error", result=f"interrupted: {reason}")
+            finished = SubagentFinishedEvent(status="error", result=f"interrupted: {reason}", usage=record.usage)
             finished.parent_tool_use_id, finished.subagent_id = record.parent_tool_use_id, record.id
             await root.emit_in(record.id, finished)
     return len(open_calls)
 
 
-def _closing(call: Event, *, ran: bool = True) -> Event:
-    text = closing_text(ran, REASON)
+async def restate_status(store: Store, root: ConversationHost) -> None:
+    """Record the root's status event again when its stream's last one differs from its row:
+    a status is two writes (the row, then the event), and the store may have failed between."""
+    if await _last_status(store, root.root_id) != root.record.status:
+        await root.emit(ConversationStateUpdateEvent(key="status", value=root.record.status, reason=root.record.status_reason))
+
+
+async def _last_status(store: Store, root_id: str) -> str | None:
+    query = EventQuery(root_id=root_id, conversation_ids=[root_id], kinds=["ConversationStateUpdateEvent"])
+    page_id = None
+    while True:
+        page = await store.search(query, limit=100, page_id=page_id, order="TIMESTAMP_DESC")
+        for record in page.items:
+            event = parse_event(record.json)
+            if isinstance(event, ConversationStateUpdateEvent) and event.key == "status":
+                return str(event.value)
+        page_id = page.next_page_id
+        if page_id is None:
+            return None
+
+
+def _closing(call: Event, reason: str, *, ran: bool = True) -> Event:
+    text = closing_text(ran, reason)
     status = closing_status(ran)
     stamps = {"parent_tool_use_id": call.parent_tool_use_id, "subagent_id": call.subagent_id}
     if isinstance(call, ACPToolCallEvent):
@@ -90,10 +112,10 @@ def _closing(call: Event, *, ran: bool = True) -> Event:
     )
 
 
-def _cancelled(request: PermissionRequestEvent) -> PermissionResolvedEvent:
+def _cancelled(request: PermissionRequestEvent, reason: str) -> PermissionResolvedEvent:
     return PermissionResolvedEvent(
         request_id=request.request_id, tool_call_id=request.tool_call_id, outcome="cancelled",
-        reason=REASON, answered_by="server",
+        reason=reason, answered_by="server",
         parent_tool_use_id=request.parent_tool_use_id, subagent_id=request.subagent_id,
     )
 

@@ -29,6 +29,9 @@ RECONCILE_SECONDS = 1.0
 """How often stranded conversations are tried again while the store (or their owner) fails."""
 STOPPED_BY_STORE = "stopped by the store, which could not write"
 """How a ``status_reason`` set here begins."""
+FENCED = "its lease could not be renewed: the store cannot write"
+"""Why a replica stops a run whose lease is about to lapse while the store fails (``ownership.py``):
+the store's doing, so it resumes as if a write of its own had failed."""
 
 
 def store_reason(detail: str) -> str:

@@ -183,6 +183,7 @@ class SQLiteDatabase:
                 if reason is None:
                     raise
                 raise self.health.failed(reason) from exc
+            changes = conn.total_changes
             try:
                 yield conn
             except Exception as exc:
@@ -193,7 +194,8 @@ class SQLiteDatabase:
                     self._writer_stale = True  # reopened before the next write
                 raise self.health.failed(reason) from exc
             else:
-                self.health.succeeded()
+                if conn.total_changes != changes:  # a block that wrote nothing proves nothing
+                    self.health.succeeded()
             finally:
                 await self._end_transaction(conn)
 

@@ -52,16 +52,16 @@ async def ticks(server: RunningServer, cid: str) -> int:
     return len(found.json()["items"])
 
 
-async def restart_mid_run(server: RunningServer, pg: PrivatePostgres, cid: str) -> None:
-    """Wait for the run to be well under way, then stop the database for a second and start it."""
+async def restart_mid_run(server: RunningServer, pg: PrivatePostgres, cid: str, down: float = 1.0) -> None:
+    """Wait for the run to be well under way, then stop the database for ``down`` s and start it."""
     await wait_until(lambda: _ticked(server, cid, 3), timeout=60, what="the run to make three tool calls")
-    await bounce(pg)
+    await bounce(pg, down)
 
 
-async def bounce(pg: PrivatePostgres) -> None:
-    """Stop the database for a second (a run keeps writing meanwhile: it hits the fault), then start it."""
+async def bounce(pg: PrivatePostgres, down: float = 1.0) -> None:
+    """Stop the database for ``down`` s (a run keeps writing meanwhile: it hits the fault), then start it."""
     await asyncio.to_thread(pg.stop)
-    await asyncio.sleep(1.0)
+    await asyncio.sleep(down)
     await asyncio.to_thread(pg.start)
 
 
@@ -80,6 +80,18 @@ async def _ticked(server: RunningServer, cid: str, n: int) -> bool:
 def status_events(events: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
     return [(e["value"], e.get("reason")) for e in events
             if e["kind"] == "ConversationStateUpdateEvent" and e["key"] == "status" and not e.get("subagent_id")]
+
+
+async def assert_paused_then_finished(server: RunningServer, cid: str) -> list[dict[str, Any]]:
+    """The run was ``paused`` saying the store stopped it, then finished; ``seq`` 1..N without a
+    gap; the tree consistent. Returns its events."""
+    events = await all_events(server, cid, include_subagents="true")
+    statuses = status_events(events)
+    assert statuses[-1] == ("finished", None), statuses
+    assert any(s == "paused" and (r or "").startswith(STOPPED_BY_STORE) for s, r in statuses), statuses
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    await assert_consistent(server, cid)
+    return events
 
 
 def assert_quiet(records: list[logging.LogRecord]) -> None:
@@ -198,25 +210,66 @@ async def _ready(server: RunningServer) -> bool:
     return (await server.client.get("/ready")).status_code == 200
 
 
-async def test_with_two_replicas_the_owner_resumes_it_and_both_logs_stay_quiet(tmp_path: Path, cluster: PrivatePostgres) -> None:
+async def test_with_two_replicas_a_run_fenced_by_its_lease_resumes_and_both_logs_stay_quiet(tmp_path: Path, cluster: PrivatePostgres) -> None:
     need_redis()
     replicas = await start_cluster(tmp_path, cluster.url, REDIS_URL)
     try:
         a, b = replicas.a, replicas.b
         cid = await start(a, ticking_script())  # type: ignore[arg-type]
-        await restart_mid_run(b, cluster, cid)  # type: ignore[arg-type]
+        # Down longer than 0.8 of the replicas' 3 s lease: the owner stops the run itself before
+        # its lease may lapse (the store's doing, so it resumes all the same).
+        await restart_mid_run(b, cluster, cid, down=4.0)  # type: ignore[arg-type]
 
         async def finished() -> bool:
             response = await b.client.get(f"/api/conversations/{cid}")
             return response.status_code == 200 and response.json()["status"] in ("finished", "error")
 
         await wait_until(finished, timeout=120, what="the run to finish")
-        events = await all_events(b, cid)  # type: ignore[arg-type]
-        statuses = status_events(events)
-        assert statuses[-1] == ("finished", None), statuses
-        assert any(s == "paused" and (r or "").startswith(STOPPED_BY_STORE) for s, r in statuses), statuses
-        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-        await assert_consistent(b, cid)  # type: ignore[arg-type]
+        await assert_paused_then_finished(b, cid)  # type: ignore[arg-type]
+        for replica in (a, b):
+            assert not log_problems(replica), log_problems(replica)
+    finally:
+        await stop_cluster(replicas)
+
+
+async def test_with_two_replicas_a_permission_wait_outlasting_the_lease_is_closed_then_the_run_goes_on(
+    tmp_path: Path, cluster: PrivatePostgres
+) -> None:
+    need_redis()
+    replicas = await start_cluster(tmp_path, cluster.url, REDIS_URL)
+    try:
+        a, b = replicas.a, replicas.b
+        cid = await start(a, ticking_script(2), approval="always")  # type: ignore[arg-type]
+
+        async def pending() -> list[dict[str, Any]]:
+            return list((await b.client.get(f"/api/conversations/{cid}/permissions")).json())
+
+        async def asked() -> bool:
+            return bool(await pending())
+
+        await wait_until(asked, timeout=60, what="a permission request")
+        first = (await pending())[0]["request_id"]
+        # Down longer than 0.8 of the 3 s lease: the owner, unable to renew, stops the run
+        # itself (nothing of it was writing); once the store is back it is resumed, the request
+        # it waited on closed as cancelled, and the model asks again.
+        await bounce(cluster, 4.0)
+
+        async def asked_again() -> bool:
+            return any(r["request_id"] != first for r in await pending())
+
+        await wait_until(asked_again, timeout=60, what="a new permission request (the next tick's)")
+        request = next(r for r in await pending() if r["request_id"] != first)
+        answered = await b.client.post(f"/api/conversations/{cid}/permissions/{request['request_id']}",
+                                       json={"decision": "allow"})
+        assert answered.status_code == 200, answered.text
+
+        async def finished() -> bool:
+            return (await b.client.get(f"/api/conversations/{cid}")).json()["status"] in ("finished", "error")
+
+        await wait_until(finished, timeout=120, what="the run to finish")
+        events = await assert_paused_then_finished(b, cid)  # type: ignore[arg-type]
+        cancelled = [e for e in events if e["kind"] == "PermissionResolvedEvent" and e["outcome"] == "cancelled"]
+        assert len(cancelled) == 1 and "store" in cancelled[0]["reason"], cancelled
         for replica in (a, b):
             assert not log_problems(replica), log_problems(replica)
     finally:

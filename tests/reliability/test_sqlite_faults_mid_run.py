@@ -6,18 +6,14 @@ database is open for writing.)"""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import subprocess
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from tests.api.helpers import all_events
-from tests.reliability.consistency import assert_consistent
-from tests.reliability.test_database_restart import assert_quiet, start, status_events, ticking_script, ticks
-from server.runtime.store_faults import STOPPED_BY_STORE
+from tests.faults import small_tmpfs
+from tests.reliability.test_database_restart import assert_paused_then_finished, assert_quiet, start, ticking_script, ticks
 from tests.servers import RunningServer, isolated_settings, taskwire_server, wait_for_status
 from tests.services import wait_until
 
@@ -25,15 +21,8 @@ from tests.services import wait_until
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 32 MiB tmpfs, or a skip where this machine does not let the test mount one."""
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(folder)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
-    try:
+    with small_tmpfs(tmp_path / "disk", "32m") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 async def ticked(server: RunningServer, cid: str) -> bool:
@@ -43,11 +32,7 @@ async def ticked(server: RunningServer, cid: str) -> bool:
 async def assert_stopped_then_carried_on(server: RunningServer, cid: str) -> None:
     done = await wait_for_status(server.client, cid, {"finished", "error"}, timeout=120)
     assert done["status"] == "finished" and done["status_reason"] is None, done
-    events = await all_events(server, cid, include_subagents="true")
-    statuses = status_events(events)
-    assert any(s == "paused" and (r or "").startswith(STOPPED_BY_STORE) for s, r in statuses), statuses
-    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    await assert_consistent(server, cid)
+    await assert_paused_then_finished(server, cid)
 
 
 async def test_a_run_on_a_full_disk_says_so_then_resumes_once_there_is_room(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import sqlite3
-import subprocess
 import uuid
 from pathlib import Path
 from typing import AsyncIterator, Iterator
@@ -26,7 +25,7 @@ from server.events import MessageEvent
 from server.store import ConversationRecord, EventQuery
 from server.store.postgres import PostgresStore
 from server.store.sqlite import SQLiteStore
-from tests.faults import TcpProxy
+from tests.faults import TcpProxy, small_tmpfs
 from tests.services import POSTGRES_URL, postgres_schema_url
 from tests.store.test_cancellation import assert_store_works
 
@@ -82,15 +81,8 @@ async def test_sqlite_locked_past_the_timeout_is_unavailable_then_recovers(tmp_p
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 4 MiB tmpfs, or a skip where this machine does not let the test mount one."""
-    folder = tmp_path / "tiny"
-    folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
-    try:
+    with small_tmpfs(tmp_path / "tiny", "4m") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 async def test_sqlite_on_a_full_disk_is_unavailable_then_recovers(tiny_disk: Path) -> None:
