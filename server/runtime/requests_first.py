@@ -30,8 +30,9 @@ class RequestsFirst:
         """The longest one request counts, seconds: a client that never finishes its request
         (a body sent a byte at a time, a socket that never authenticates) cannot hold the gate."""
         self._in_flight = 0
-        self._clear = asyncio.Event()  # set while no request is in flight
-        self._clear.set()
+        # Resolved when the count falls to 0; one for every step waiting meanwhile (an Event
+        # and wait_for would make a task per waiting step: hundreds, each time a socket opens).
+        self._cleared: asyncio.Future[None] | None = None
         self.waits = 0
         """Steps that found a request in flight and waited (a figure for benchmarks)."""
 
@@ -44,7 +45,6 @@ class RequestsFirst:
         """Count one request until the function returned is called (once it is answered; a
         second call does nothing) or ``max_hold`` has passed, whichever comes first."""
         self._in_flight += 1
-        self._clear.clear()
         counted = True
 
         def answered() -> None:
@@ -53,18 +53,19 @@ class RequestsFirst:
                 counted = False
                 timer.cancel()
                 self._in_flight -= 1
-                if self._in_flight == 0:
-                    self._clear.set()
+                if self._in_flight == 0 and self._cleared is not None:
+                    self._cleared.set_result(None)
+                    self._cleared = None
 
         timer = asyncio.get_running_loop().call_later(self.max_hold, answered)
         return answered
 
     async def step(self) -> None:
         """Return once no request is in flight, or after ``max_wait`` at most."""
-        if self._clear.is_set():
+        if self._in_flight == 0:
             return
         self.waits += 1
-        try:
-            await asyncio.wait_for(self._clear.wait(), self.max_wait)
-        except asyncio.TimeoutError:
-            pass
+        if self._cleared is None:
+            self._cleared = asyncio.get_running_loop().create_future()
+        # wait, not await: a step cancelled here must not cancel the future the others share
+        await asyncio.wait({self._cleared}, timeout=self.max_wait)
