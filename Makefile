@@ -15,8 +15,15 @@ OPENHANDS_LOCK := server/openhands/requirements.txt
 # Real clients written by others that the tests drive (ACP SDK, AG-UI), each pinned in its own lock file.
 CLIENT_STAMPS := clients/acp/node_modules/.installed clients/agui/node_modules/.installed
 DEMO_SCRIPT ?= config/demo/two_subagents.yaml
+# The other Pythons taskwire supports, and the part of the suite CI runs on each (in .venv-py<v>,
+# made by scripts/test-python.sh): the API on the native backend, the ACP and Claude Agent SDK
+# backends, the SQLite and PostgreSQL stores, the in-memory and Redis buses. A few minutes each.
+# The schemathesis fuzzing of the API (test_openapi.py, the longest) runs on 3.11 only.
+COMPAT_PYTHONS := 3.12 3.13
+COMPAT_TESTS ?= tests/api --ignore=tests/api/test_openapi.py tests/bus tests/store/test_sqlite_store.py tests/store/test_postgres_store.py \
+	tests/store/test_store_append.py tests/acp/test_backend.py tests/claude_sdk/test_recorded_two_subagents.py
 
-.PHONY: run test bench bench-peers setup peers clients acp-client agui-client phoenix openhands services browser clean
+.PHONY: $(COMPAT_PYTHONS:%=test-py%) run test bench bench-peers setup peers clients acp-client agui-client phoenix openhands services browser clean
 
 setup: $(VENV_STAMP)
 
@@ -74,6 +81,12 @@ run: setup
 
 test: setup peers clients phoenix openhands services browser
 	$(PY) -m pytest $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory $(COMPAT_PYTHONS:%=test-py%)
+
+# `make test-py3.12`, `make test-py3.13`: $(COMPAT_TESTS) on that Python (skipped, outside CI,
+# when it is not installed).
+$(COMPAT_PYTHONS:%=test-py%): test-py%: services
+	@scripts/test-python.sh $* $(COMPAT_TESTS) $(PYTEST_ARGS)
 
 bench: setup clients services
 	$(PY) bench/run_all.py
@@ -89,4 +102,4 @@ bench-peers: setup
 	$(if $(filter langgraph,$(PEERS)),$(PY) bench/peers/langgraph.py $(BENCH_LANGGRAPH_ARGS))
 
 clean:
-	rm -rf $(VENV) $(PHOENIX_VENV) $(OPENHANDS_VENV) bench/peers/.venv-openhands bench/peers/.venv-langgraph peers/node_modules clients/*/node_modules workspace .pytest_cache
+	rm -rf $(VENV) $(COMPAT_PYTHONS:%=.venv-py%) $(PHOENIX_VENV) $(OPENHANDS_VENV) bench/peers/.venv-openhands bench/peers/.venv-langgraph peers/node_modules clients/*/node_modules workspace .pytest_cache

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from server.api.app import create_app
+from server.resources import CONFIG_DIR
 from server.settings import Settings
 
 
@@ -26,6 +27,28 @@ def test_environment_wins_over_the_toml_file(tmp_path: Path, monkeypatch: pytest
 def test_a_missing_config_file_means_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OH_CONFIG_FILE", str(tmp_path / "absent.toml"))
     assert Settings().forward_subagent_events is False
+
+
+def test_started_in_a_folder_without_config_it_reads_the_bundled_settings_and_finds_their_demo_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OH_CONFIG_FILE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    settings = Settings()
+    assert settings.llm_script == "config/demo/two_subagents.yaml"  # as the bundled file says
+    script = Path(settings.llm_defaults()["script"])
+    assert script.is_absolute() and script.is_file() and script == CONFIG_DIR / "demo" / "two_subagents.yaml"
+    assert settings.config_dir == CONFIG_DIR
+
+
+def test_a_script_in_the_current_folder_wins_over_the_bundled_one_of_that_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OH_CONFIG_FILE", str(tmp_path / "absent.toml"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config" / "demo").mkdir(parents=True)
+    (tmp_path / "config" / "demo" / "hello.yaml").write_text("steps: []\n")
+    assert Settings(llm_script="config/demo/hello.yaml").llm_defaults()["script"] == "config/demo/hello.yaml"
 
 
 def test_two_apps_keep_their_own_settings(tmp_path: Path) -> None:

@@ -214,8 +214,10 @@ def _z(value: datetime) -> str:
 async def test_folding_reads_only_the_events_past_the_mark(tmp_path: Path, sqlite_store: SQLiteStore) -> None:
     async with aiosqlite.connect(tmp_path / "db" / "taskwire.db") as conn:
         for statement in FOLD:
-            statement = statement.format(tree="?1", after="?2", until="?3")
-            plan = [row[3] for row in await conn.execute_fetchall("EXPLAIN QUERY PLAN " + statement, (1, 0, 10))]
+            # Named, not numbered (?1): Python 3.12.1's sqlite3 warns about numbered ones given a tuple.
+            statement = statement.format(tree=":tree", after=":after", until=":until")
+            values = {"tree": 1, "after": 0, "until": 10}
+            plan = [row[3] for row in await conn.execute_fetchall("EXPLAIN QUERY PLAN " + statement, values)]
             assert any("events_by_seq (tree=? AND seq>? AND seq<?)" in line for line in plan), plan
 
 

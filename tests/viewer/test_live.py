@@ -139,7 +139,7 @@ async def test_a_run_that_ends_in_error_says_why_beside_its_status(browser: Brow
     async with open_viewer(browser, isolated_settings(tmp_path)) as viewer:
         info = await create(viewer.server, agent=scripted_agent("/etc/hostname"), initial_message="Go.")
         await viewer.open(info["id"])
-        await viewer.wait_for_status("error")
+        await viewer.wait_for_status("failed")  # the badge's word for `error`
         reason = viewer.page.locator(".conversation-head .reason")
         await expect(reason).to_be_visible(timeout=WAIT_MS)
         await expect(reason).to_contain_text("outside the config folder")
