@@ -19,6 +19,7 @@ import contextvars
 import json
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -28,6 +29,10 @@ from typing import Any
 
 PROTOCOL = 1
 QUEUE_SIZE = 10_000
+
+# Ctrl-C reaches the whole process group: the server stops us (shutdown, or our stdin closing
+# when it is gone), so we neither die half-way through a report nor print a traceback.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 # The protocol channel is fd 1 as we were started; fd 1 then goes to stderr so that nothing
 # OpenHands prints can corrupt it.
@@ -332,9 +337,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        code = main()
-    except KeyboardInterrupt:  # Ctrl-C to the process group: the server stops us too
-        code = 130
-    sys.stdout.flush()
-    os._exit(code)
+    os._exit(main())
