@@ -20,7 +20,7 @@ async def test_a_subagent_in_confirmation_mode_asks_a_person_under_its_own_call(
         info = await create(oh.server, agent=oh.agent(), workspace=str(oh.workspace), initial_message="Go.")
         requests: list = []
         for _ in range(1200):
-            requests = [e for e in await all_events(oh.server, info["id"], kind="PermissionRequestEvent")]
+            requests = await all_events(oh.server, info["id"], kind="PermissionRequestEvent", include_subagents="true")
             subagent_requests = [e for e in requests if "parent_tool_use_id" in e]
             if subagent_requests:
                 break
