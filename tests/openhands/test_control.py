@@ -125,3 +125,13 @@ async def test_unknown_tool_fails_the_run_with_a_clear_error(tmp_path: Path) -> 
         assert done["status"] == "error"
         errors = await all_events(oh.server, info["id"], kind="AgentErrorEvent")
         assert errors and "no_such_tool" in errors[-1]["error"]
+
+
+async def test_an_llm_error_ends_the_run_in_error_with_the_models_message(tmp_path: Path) -> None:
+    async with openhands_server(tmp_path, "llm_error") as oh:
+        info = await create(oh.server, agent=oh.agent(), workspace=str(oh.workspace), initial_message="Go.")
+        done = await wait_for_status(oh.server.client, info["id"], {"finished", "error"}, timeout=LONG)
+        assert done["status"] == "error"
+        errors = await all_events(oh.server, info["id"], kind="AgentErrorEvent")
+        assert errors and "the scripted model is down" in errors[-1]["error"]
+        assert errors[-1]["code"].startswith("openhands_")
