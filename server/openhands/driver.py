@@ -19,28 +19,15 @@ import contextvars
 import json
 import os
 import queue
-import signal
 import sys
 import threading
-import time
 import traceback
 import uuid
 from typing import Any
 
-PROTOCOL = 1
-QUEUE_SIZE = 10_000
+from driver_channel import Outbox, open_channel  # noqa: E402  (beside this file, on sys.path)
 
-# Ctrl-C reaches the whole process group: the server stops us (shutdown, or our stdin closing
-# when it is gone), so we neither die half-way through a report nor print a traceback.
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-# The protocol channel is fd 1 as we were started; fd 1 then goes to stderr so that nothing
-# OpenHands prints can corrupt it.
-_channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-os.dup2(2, 1)
-sys.stdout = sys.stderr
-os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+_channel = open_channel()
 
 from openhands.sdk import LLM, Agent, Conversation, Tool  # noqa: E402
 from openhands.sdk.conversation.state import ConversationExecutionStatus, ConversationState  # noqa: E402
@@ -51,50 +38,7 @@ from openhands.sdk.tool import ToolExecutor, register_tool  # noqa: E402
 from openhands.tools.task.definition import TaskToolSet  # noqa: E402
 
 
-class Outbox:
-    """A bounded queue drained by a writer thread: an agent thread (holding OpenHands' state
-    lock) never waits on taskwire reading. When full, reports are dropped and counted."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=QUEUE_SIZE)
-        self._seq = 0
-        self._seq_lock = threading.Lock()
-        self.dropped = 0
-        self._writer = threading.Thread(target=self._write, name="taskwire-writer", daemon=True)
-        self._writer.start()
-
-    def put(self, message: dict[str, Any], *, must: bool = False) -> None:
-        with self._seq_lock:
-            self._seq += 1
-            message = {"v": PROTOCOL, "seq": self._seq, **message}
-            if self.dropped and message["type"] != "dropped":
-                self._put({"v": PROTOCOL, "seq": self._seq, "type": "dropped", "count": self.dropped}, True)
-                self._seq += 1
-                message["seq"] = self._seq
-        self._put(message, must)
-
-    def _put(self, message: dict[str, Any], must: bool) -> None:
-        try:
-            if must:
-                self._queue.put(message, timeout=30)
-            else:
-                self._queue.put_nowait(message)
-        except queue.Full:
-            self.dropped += 1
-
-    def close(self) -> None:
-        self._queue.put(None)
-        self._writer.join(timeout=10)
-
-    def _write(self) -> None:
-        while (message := self._queue.get()) is not None:
-            try:
-                _channel.write(json.dumps(message, default=str) + "\n")
-            except (OSError, ValueError):  # taskwire went away: nothing left to tell
-                os._exit(0)
-
-
-OUT = Outbox()
+OUT = Outbox(_channel)
 SPAWN: contextvars.ContextVar[tuple[str, tuple[str, ...], str] | None] = contextvars.ContextVar("spawn", default=None)
 """(the spawning call's id, the ids above it, its sub-agent type) while a ``task`` call starts."""
 LIVE: dict[str, Any] = {}
