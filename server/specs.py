@@ -155,6 +155,10 @@ class OpenHandsAgentSpec(_Spec):
     """Tool calls of one response run at once (so many ``task`` calls run in parallel)."""
     max_iterations: Annotated[int, Field(ge=1, le=10_000), BeforeValidator(_integral)] = 50
     """Steps per run of the main agent (OpenHands' ``max_iteration_per_run``)."""
+    confirmation: Literal["never", "always"] = "never"
+    """OpenHands' confirmation mode for the main agent (its sub-agents inherit it unless their
+    type sets ``permission_mode``): each action waits for a person (a ``PermissionRequestEvent``
+    in the agent that asks)."""
     startup_timeout: float = Field(default=120.0, gt=0)
     """Seconds for the driver to import OpenHands and build the conversation."""
 

@@ -61,7 +61,17 @@ class RunEnded:
     usage: Usage | None
 
 
-Action = Emit | StartLane | FinishLane | RunEnded
+@dataclass(frozen=True, slots=True)
+class Confirm:
+    """OpenHands waits for a person on ``actions`` of ``lane`` (confirmation mode); answer
+    ``request`` with allowed (every action) or not."""
+
+    lane: Lane
+    request: int
+    actions: list[dict[str, Any]]
+
+
+Action = Emit | StartLane | FinishLane | RunEnded | Confirm
 
 # OpenHands' TaskObservation statuses / stopped runs, as a sub-agent's outcome.
 _OUTCOMES: dict[str, SubagentStatus] = {"completed": "completed", "error": "error", "paused": "cancelled"}
@@ -117,6 +127,8 @@ class OpenHandsDispatcher:
             return self._task_result(data)
         if report.type == "run_end":
             return [RunEnded(str(data.get("status")), self.answer, data.get("error"), usage_of(data.get("usage")))]
+        if report.type == "confirm":
+            return [Confirm(data.get("parent_tool_use_id"), int(data.get("request") or 0), list(data.get("actions") or []))]
         if report.type == "dropped":
             self.dropped = max(self.dropped, int(data.get("count") or 0))
         elif report.type not in ("ready", "fatal"):  # those two are the driver's (backend's) business

@@ -21,74 +21,24 @@ import os
 import queue
 import sys
 import threading
-import time
 import traceback
 import uuid
 from typing import Any
 
-PROTOCOL = 1
-QUEUE_SIZE = 10_000
+from driver_channel import Outbox, open_channel  # noqa: E402  (beside this file, on sys.path)
 
-# The protocol channel is fd 1 as we were started; fd 1 then goes to stderr so that nothing
-# OpenHands prints can corrupt it.
-_channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-os.dup2(2, 1)
-sys.stdout = sys.stderr
-os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+_channel = open_channel()
 
 from openhands.sdk import LLM, Agent, Conversation, Tool  # noqa: E402
-from openhands.sdk.conversation.state import ConversationExecutionStatus  # noqa: E402
+from openhands.sdk.conversation.state import ConversationExecutionStatus, ConversationState  # noqa: E402
+from openhands.sdk.security.confirmation_policy import AlwaysConfirm  # noqa: E402
 from openhands.sdk.conversation.visualizer.base import ConversationVisualizerBase  # noqa: E402
 from openhands.sdk.event import ActionEvent  # noqa: E402
 from openhands.sdk.tool import ToolExecutor, register_tool  # noqa: E402
 from openhands.tools.task.definition import TaskToolSet  # noqa: E402
 
 
-class Outbox:
-    """A bounded queue drained by a writer thread: an agent thread (holding OpenHands' state
-    lock) never waits on taskwire reading. When full, reports are dropped and counted."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=QUEUE_SIZE)
-        self._seq = 0
-        self._seq_lock = threading.Lock()
-        self.dropped = 0
-        self._writer = threading.Thread(target=self._write, name="taskwire-writer", daemon=True)
-        self._writer.start()
-
-    def put(self, message: dict[str, Any], *, must: bool = False) -> None:
-        with self._seq_lock:
-            self._seq += 1
-            message = {"v": PROTOCOL, "seq": self._seq, **message}
-            if self.dropped and message["type"] != "dropped":
-                self._put({"v": PROTOCOL, "seq": self._seq, "type": "dropped", "count": self.dropped}, True)
-                self._seq += 1
-                message["seq"] = self._seq
-        self._put(message, must)
-
-    def _put(self, message: dict[str, Any], must: bool) -> None:
-        try:
-            if must:
-                self._queue.put(message, timeout=30)
-            else:
-                self._queue.put_nowait(message)
-        except queue.Full:
-            self.dropped += 1
-
-    def close(self) -> None:
-        self._queue.put(None)
-        self._writer.join(timeout=10)
-
-    def _write(self) -> None:
-        while (message := self._queue.get()) is not None:
-            try:
-                _channel.write(json.dumps(message, default=str) + "\n")
-            except (OSError, ValueError):  # taskwire went away: nothing left to tell
-                os._exit(0)
-
-
-OUT = Outbox()
+OUT = Outbox(_channel)
 SPAWN: contextvars.ContextVar[tuple[str, tuple[str, ...], str] | None] = contextvars.ContextVar("spawn", default=None)
 """(the spawning call's id, the ids above it, its sub-agent type) while a ``task`` call starts."""
 LIVE: dict[str, Any] = {}
@@ -196,6 +146,7 @@ class StampingExecutor(ToolExecutor):
 
     def interrupt(self) -> None:
         pause_subagents()
+        CONFIRM.refuse_all()
 
 
 def _call_id(action: Any, conversation: Any) -> str:
@@ -213,11 +164,66 @@ def _call_id(action: Any, conversation: Any) -> str:
     return f"unmatched-{id(action)}"
 
 
+class Confirmations:
+    """OpenHands asks to confirm actions (confirmation mode): taskwire asks a person, in the
+    agent that asks; the asking thread waits for the answer (``answer`` op)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next = 0
+        self._waiting: dict[int, tuple[threading.Event, list[bool]]] = {}
+        self.closed = False
+
+    def ask(self, lane: str | None, ancestry: tuple[str, ...], pending: list[Any]) -> bool:
+        with self._lock:
+            if self.closed:
+                return False
+            self._next += 1
+            request, done, answer = self._next, threading.Event(), [False]
+            self._waiting[request] = (done, answer)
+        actions = [{"tool_call_id": a.tool_call_id, "tool_name": a.tool_name,
+                    "arguments": {k: v for k, v in a.action.model_dump(mode="json").items() if k != "kind"}}
+                   for a in pending]
+        OUT.put({"type": "confirm", "request": request, "parent_tool_use_id": lane, "ancestry": list(ancestry),
+                 "actions": actions}, must=True)
+        done.wait()
+        return answer[0]
+
+    def answer(self, request: int, allow: bool) -> None:
+        with self._lock:
+            waiting = self._waiting.pop(request, None)
+        if waiting is not None:
+            waiting[1][0] = allow
+            waiting[0].set()
+
+    def refuse_all(self, *, closing: bool = False) -> None:
+        """Every waiting ask is refused (an interrupt; ``closing``: and every later one)."""
+        with self._lock:
+            self.closed = self.closed or closing
+            waiting, self._waiting = list(self._waiting.values()), {}
+        for done, _ in waiting:
+            done.set()
+
+
+CONFIRM = Confirmations()
+
+
+def _confirm_subagent(task_id: str, pending: list[Any]) -> bool:
+    """TaskManager's ``confirmation_handler``: runs in the sub-agent's thread, under its call."""
+    spawn = SPAWN.get()
+    if spawn is None:
+        return False
+    call_id, ancestry, _ = spawn
+    return CONFIRM.ask(call_id, ancestry + (call_id,), pending)
+
+
 class StampedTaskToolSet(TaskToolSet):
-    """TaskToolSet whose ``task`` tool runs through ``StampingExecutor``."""
+    """TaskToolSet whose ``task`` tool runs through ``StampingExecutor``, its sub-agents'
+    confirmations asked through taskwire."""
 
     @classmethod
     def create(cls, conv_state: Any, **kwargs: Any) -> Any:
+        kwargs["confirmation_handler"] = _confirm_subagent
         return [tool.set_executor(StampingExecutor(tool.executor)) for tool in TaskToolSet.create(conv_state, **kwargs)]
 
 
@@ -277,6 +283,8 @@ class Driver:
             conversation_id=uuid.UUID(config["conversation_id"]) if config.get("conversation_id") else None,
             visualizer=StreamVisualizer(), max_iteration_per_run=int(config.get("max_iterations") or 50),
         )
+        if config.get("confirmation") == "always":
+            self.conversation.set_confirmation_policy(AlwaysConfirm())
         self.inbox: queue.Queue[str | None] = queue.Queue()
         self.runner = threading.Thread(target=self._run, name="taskwire-run", daemon=True)
 
@@ -286,6 +294,13 @@ class Driver:
                 self.conversation.send_message(text)
                 self.conversation.run()
                 state = self.conversation.state
+                while state.execution_status == ConversationExecutionStatus.WAITING_FOR_CONFIRMATION:
+                    pending = ConversationState.get_unmatched_actions(state.events)
+                    if not pending:
+                        break
+                    if not CONFIRM.ask(None, (), pending):
+                        self.conversation.reject_pending_actions("A person rejected the actions")
+                    self.conversation.run()
                 OUT.put({"type": "run_end", "status": str(state.execution_status.value),
                          "usage": _metrics_usage(state)}, must=True)
             except Exception as exc:
@@ -295,6 +310,7 @@ class Driver:
 
     def interrupt(self) -> None:
         pause_subagents()
+        CONFIRM.refuse_all()
         # pause() waits for the state lock, held for the whole step (sub-agents included).
         threading.Thread(target=_safe(self.conversation.pause), name="taskwire-pause", daemon=True).start()
 
@@ -322,19 +338,17 @@ def main() -> int:
             driver.inbox.put(str(command.get("text", "")))
         elif op == "interrupt":
             driver.interrupt()
+        elif op == "answer":
+            CONFIRM.answer(int(command.get("request") or 0), bool(command.get("allow")))
         elif op == "stop_subagent":
             pause_subagents(str(command.get("tool_call_id")))
         elif op == "shutdown":
             break
+    CONFIRM.refuse_all(closing=True)
     driver.inbox.put(None)
     OUT.close()
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        code = main()
-    except KeyboardInterrupt:  # Ctrl-C to the process group: the server stops us too
-        code = 130
-    sys.stdout.flush()
-    os._exit(code)
+    os._exit(main())

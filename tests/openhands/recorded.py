@@ -1,4 +1,11 @@
-"""Recorded OpenHands driver output, as the dispatcher sees it, and a log of its actions by lane."""
+"""Recorded OpenHands driver output, as the dispatcher sees it, and a log of its actions by lane.
+
+- ``two_subagents.events.jsonl``: the shared fixture (/work/shared/fixtures/openhands), a real
+  1.58.2 run recorded with the same visualizer trick before the driver existed.
+- ``three_subagents.driver.jsonl``: ``server/openhands/driver.py``'s own stdout for
+  ``scripts/three_subagents.yaml`` served by ``taskwire mock-llm`` (OpenAI dialect), workspace
+  with ``.agents/agents/reviewer.md``: one ``configure`` then one ``message`` line on its stdin.
+"""
 
 from __future__ import annotations
 

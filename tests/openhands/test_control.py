@@ -125,3 +125,23 @@ async def test_unknown_tool_fails_the_run_with_a_clear_error(tmp_path: Path) -> 
         assert done["status"] == "error"
         errors = await all_events(oh.server, info["id"], kind="AgentErrorEvent")
         assert errors and "no_such_tool" in errors[-1]["error"]
+
+
+async def test_an_llm_error_ends_the_run_in_error_with_the_models_message(tmp_path: Path) -> None:
+    async with openhands_server(tmp_path, "llm_error") as oh:
+        info = await create(oh.server, agent=oh.agent(), workspace=str(oh.workspace), initial_message="Go.")
+        done = await wait_for_status(oh.server.client, info["id"], {"finished", "error"}, timeout=LONG)
+        assert done["status"] == "error"
+        errors = await all_events(oh.server, info["id"], kind="AgentErrorEvent")
+        assert errors and "the scripted model is down" in errors[-1]["error"]
+        assert errors[-1]["code"].startswith("openhands_")
+
+
+async def test_a_resumed_task_is_refused_with_an_observation_the_model_reads(tmp_path: Path) -> None:
+    async with openhands_server(tmp_path, "resume") as oh:
+        info = await create(oh.server, agent=oh.agent(), workspace=str(oh.workspace), initial_message="Go.")
+        done = await wait_for_status(oh.server.client, info["id"], {"finished", "error"}, timeout=LONG)
+        assert done["status"] == "finished", done
+        (task,) = [e for e in await all_events(oh.server, info["id"], kind="ObservationEvent") if e["tool_name"] == "task"]
+        assert task["is_error"] and "resume is not supported" in task["content"]
+        assert (await oh.server.client.get(f"/api/conversations/{info['id']}/subagents")).json() == []

@@ -36,3 +36,23 @@ async def test_three_parallel_subagents_are_taskwire_subagents_under_their_task_
         final = [e for e in root if e["kind"] == "ObservationEvent" and e["tool_name"] == "finish"]
         assert [e["content"] for e in final] == ["all done"]
         assert done["usage"]["llm_calls"] == 2  # the main agent's own two calls
+
+
+PLANNER = "---\nname: planner\ndescription: Plans and delegates.\ntools: [task_tool_set]\n---\nDelegate.\n"
+
+
+async def test_a_subagent_delegating_again_is_a_sub_agent_of_that_sub_agent(tmp_path: Path) -> None:
+    async with openhands_server(tmp_path, "depth_two") as oh:
+        (oh.workspace / ".agents/agents/planner.md").write_text(PLANNER)
+        info = await create(oh.server, agent=oh.agent(), workspace=str(oh.workspace), initial_message="Go.")
+        done = await wait_for_status(oh.server.client, info["id"], {"finished", "error"}, timeout=180)
+        assert done["status"] == "finished", done
+
+        subagents = {s["description"]: s for s in (await oh.server.client.get(f"/api/conversations/{info['id']}/subagents")).json()}
+        assert {d: s["status"] for d, s in subagents.items()} == {"plan": "completed", "inner": "completed"}
+        assert subagents["inner"]["parent_subagent_id"] == subagents["plan"]["subagent_id"]
+        planner = await all_events(oh.server, info["id"], parent_tool_use_id=subagents["plan"]["parent_tool_use_id"])
+        inner_call = subagents["inner"]["parent_tool_use_id"]
+        assert [e["content"] for e in planner if e["kind"] == "ObservationEvent" and e["tool_call_id"] == inner_call] == ["inner done"]
+        inner = await all_events(oh.server, info["id"], parent_tool_use_id=inner_call)
+        assert inner[-1]["kind"] == "SubagentFinishedEvent" and inner[-1]["result"] == "inner done"

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from server.errors import BackendError, OpenHandsError
 from server.events import Usage
-from server.openhands.dispatch import ROOT, Action, Emit, FinishLane, Lane, OpenHandsDispatcher, RunEnded, StartLane
+from server.openhands.dispatch import ROOT, Action, Confirm, Emit, FinishLane, Lane, OpenHandsDispatcher, RunEnded, StartLane
 from server.openhands.protocol import ProtocolError, command, parse_line
 from server.runtime.backends.base import AgentHost
 from server.settings import Settings
@@ -76,6 +76,8 @@ class OpenHandsBackend:
         self._closed = False
         self._ending = False
         """The driver is being ended on purpose (its exit is no failure)."""
+        self._asking: set[asyncio.Task[None]] = set()
+        """Confirmations waiting for a person."""
 
     @classmethod
     def from_spec(cls, agent: dict[str, Any], host: AgentHost) -> OpenHandsBackend:
@@ -89,6 +91,7 @@ class OpenHandsBackend:
         config = {
             "llm": driver_llm(spec, host.settings), "tools": spec.tools, "subagent_types": spec.subagent_types,
             "tool_concurrency_limit": spec.tool_concurrency_limit, "max_iterations": spec.max_iterations,
+            "confirmation": spec.confirmation,
             "workspace": str(host.workspace),
             # OpenHands keeps its own conversation there, so a new driver (after a restart, or an
             # interrupt OpenHands could not honour in time) goes on with the same history.
@@ -134,6 +137,7 @@ class OpenHandsBackend:
     async def _interrupt(self) -> None:
         """Pause the sub-agents, then the main agent; what is still open then is closed."""
         run_end = self._run_end
+        await self._stop_asking()
         with contextlib.suppress(OpenHandsError, OSError):
             await self._send("interrupt")
             if run_end is not None:
@@ -250,9 +254,33 @@ class OpenHandsBackend:
                     log.warning("openhands: dropped %s for lane %s that is not open", action.event.kind, action.lane)
                     continue
                 await host.emit(action.event, wait=False)
+            elif isinstance(action, Confirm):
+                task = asyncio.create_task(self._confirm(action), name="openhands confirmation")
+                self._asking.add(task)
+                task.add_done_callback(self._asking.discard)
             elif isinstance(action, RunEnded):
                 await self._count_root_usage(action.usage)
                 self._resolve(self._run_end, action)
+
+    async def _confirm(self, action: Confirm) -> None:
+        """Ask a person about each action OpenHands waits on, in the agent that asks; the
+        driver hears allowed only if every one was."""
+        host = self._hosts.get(action.lane) or self._hosts[ROOT]
+        allowed = True
+        try:
+            for call in action.actions:
+                if allowed:
+                    resolution = await host.request_permission(
+                        tool_call_id=str(call.get("tool_call_id")), tool_name=str(call.get("tool_name")),
+                        arguments=call.get("arguments") or {},
+                    )
+                    allowed = resolution.allowed
+        except asyncio.CancelledError:
+            allowed = False
+            raise
+        finally:
+            with contextlib.suppress(OpenHandsError, OSError):
+                await self._send("answer", request=action.request, allow=allowed)
 
     async def _count_root_usage(self, total: Usage | None) -> None:
         # The driver reports the main agent's totals; the conversation's stats take the increase.
@@ -263,6 +291,11 @@ class OpenHandsBackend:
         await self._hosts[ROOT].add_usage(added)
 
     # -- the end --------------------------------------------------------------------------
+
+    async def _stop_asking(self) -> None:
+        for task in list(self._asking):
+            task.cancel()
+        await asyncio.gather(*self._asking, return_exceptions=True)
 
     async def _end_driver(self, *, kill: bool = False) -> None:
         """Stop the driver (asked to shut down, or killed) and its readers; a later run starts
@@ -290,6 +323,7 @@ class OpenHandsBackend:
         if self._closed:
             return
         self._closed = True
+        await self._stop_asking()
         await self._end_driver()
         if ROOT not in self._hosts:
             return
