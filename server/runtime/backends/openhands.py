@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from server.child_processes import EXIT_GRACE, OWN_GROUP, end_group, exited_within, signal_group
 from server.errors import BackendError, OpenHandsError
 from server.events import Usage
 from server.openhands.dispatch import ROOT, Action, Confirm, Emit, FinishLane, Lane, OpenHandsDispatcher, RunEnded, StartLane
@@ -172,7 +173,7 @@ class OpenHandsBackend:
             self._process = await asyncio.create_subprocess_exec(
                 self.python, str(DRIVER), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, cwd=self.config["workspace"], limit=LINE_LIMIT,
-                env={k: v for k, v in os.environ.items() if not k.startswith("OH_")},
+                env={k: v for k, v in os.environ.items() if not k.startswith("OH_")}, **OWN_GROUP,
             )
         except OSError as exc:
             raise OpenHandsError(f"cannot start OH_OPENHANDS_PYTHON {self.python!r}: {exc}",
@@ -305,12 +306,11 @@ class OpenHandsBackend:
             if not kill:
                 with contextlib.suppress(OpenHandsError, OSError):
                     await self._send("shutdown")
-            try:
-                await asyncio.wait_for(process.wait(), 0 if kill else CLOSE_TIMEOUT)
-            except asyncio.TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    process.send_signal(signal.SIGKILL)
-                await process.wait()
+            if kill or not await exited_within(process, CLOSE_TIMEOUT):
+                # Its group too: the shells and tools OpenHands started under it.
+                if kill:
+                    signal_group(process, signal.SIGKILL)
+                await end_group(process, grace=0 if kill else EXIT_GRACE)
         for task in (self._pump, self._stderr_task):
             if task is not None:
                 task.cancel()
