@@ -143,7 +143,7 @@ class ChatHistory:
         self._push(history, message)
 
     def _push(self, history: _History, message: dict[str, Any]) -> None:
-        size = len(json.dumps(message, ensure_ascii=False))
+        size = len(json.dumps(message, ensure_ascii=False)) + 2  # with its ", " in the list
         history.messages.append((message, size))
         history.chars += size
         while history.chars > self.max_chars and len(history.messages) > 1:
