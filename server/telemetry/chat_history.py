@@ -38,6 +38,10 @@ class _History:
     partial: bool = False
     response_id: str | None = None
     """The LLM response the last message's tool calls came from (calls group by response)."""
+    calls: list[str] = field(default_factory=list)
+    """The ids of that message's calls, whose results are given back in this order."""
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Results of those calls stored so far (in the order they ended), not yet in ``messages``."""
 
 
 class ChatHistory:
@@ -86,33 +90,38 @@ class ChatHistory:
             "type": "tool_call", "id": event.get("tool_call_id"), "name": event.get("tool_name"),
             "arguments": _clipped_json(event.get("arguments") or {}),
         }
-        last = history.messages[-1][0] if history.messages else None
-        if last is not None and response_id is not None and history.response_id == response_id:
+        if history.messages and response_id is not None and history.response_id == response_id and not history.results:
             message, size = history.messages.pop()
             history.chars -= size
             message["parts"].append(part)
             self._push(history, message)
+            history.calls.append(str(part["id"]))
             return
+        self._flush(history)
         parts: list[dict[str, Any]] = []
         if event.get("thought"):
             parts.append({"type": "text", "content": clip(str(event["thought"]))})
         parts.append(part)
         self._push(history, {"role": "assistant", "parts": parts})
-        history.response_id = response_id
+        history.response_id, history.calls = response_id, [str(part["id"])]
 
     def tool_result(self, conversation_id: str, event: dict[str, Any]) -> None:
-        """An ``ObservationEvent``: one ``tool`` message per result, as it arrived."""
+        """An ``ObservationEvent``: one ``tool`` message per result; the results of a
+        response's calls go in once all are in, in call order, as the model gets them."""
+        history = self._get(conversation_id)
         content = event.get("content")
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-        self._add(conversation_id, {
-            "role": "tool", "parts": [{"type": "tool_call_response", "id": event.get("tool_call_id"), "response": clip(text)}],
-        })
+        call_id = str(event.get("tool_call_id"))
+        history.results[call_id] = {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id, "response": clip(text)}]}
+        if all(c in history.results for c in history.calls):
+            self._flush(history)
 
     def input_messages(self, conversation_id: str) -> tuple[str, bool] | None:
         """``gen_ai.input.messages`` for a request made now, and whether it is partial."""
         history = self._histories.get(conversation_id)
         if history is None:
             return None
+        self._flush(history)
         return json.dumps([m for m, _ in history.messages], ensure_ascii=False), history.partial
 
     def forget(self, conversation_id: str) -> None:
@@ -139,8 +148,20 @@ class ChatHistory:
 
     def _add(self, conversation_id: str, message: dict[str, Any]) -> None:
         history = self._get(conversation_id)
+        self._flush(history)
         history.response_id = None
         self._push(history, message)
+
+    def _flush(self, history: _History) -> None:
+        """The results waiting, in call order (any of another call after them)."""
+        if not history.results:
+            return
+        order = {call_id: n for n, call_id in enumerate(history.calls)}
+        for call_id in sorted(history.results, key=lambda c: order.get(c, len(order))):
+            self._push(history, history.results[call_id])
+        history.results.clear()
+        history.calls.clear()
+        history.response_id = None
 
     def _push(self, history: _History, message: dict[str, Any]) -> None:
         size = len(json.dumps(message, ensure_ascii=False)) + 2  # with its ", " in the list

@@ -46,8 +46,8 @@ def test_each_chat_span_holds_the_history_its_request_was_given() -> None:
         ("sub-1", MessageEvent(role="user", content="count them")),
         ("sub-1", usage("s1")),
         ("sub-1", MessageEvent(role="assistant", content="three")),
+        (ROOT, ObservationEvent(tool_name="task", tool_call_id="c2", content="three")),  # ended first
         (ROOT, ObservationEvent(tool_name="terminal", tool_call_id="c1", content="a b c")),
-        (ROOT, ObservationEvent(tool_name="task", tool_call_id="c2", content="three")),
         (ROOT, usage("r2")),
         (ROOT, MessageEvent(role="assistant", content="three files")),
         (ROOT, ConversationStateUpdateEvent(key="status", value="finished")),
@@ -61,7 +61,7 @@ def test_each_chat_span_holds_the_history_its_request_was_given() -> None:
             {"type": "tool_call", "id": "c1", "name": "terminal", "arguments": {"command": "ls"}},
             {"type": "tool_call", "id": "c2", "name": "task", "arguments": {"prompt": "count them"}},
         ]},
-        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "a b c"}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "a b c"}]},  # in call order
         {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c2", "response": "three"}]},
     ]
     assert not any("taskwire.input.partial" in s.attributes for s in (first, sub, last))
