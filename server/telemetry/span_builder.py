@@ -10,7 +10,8 @@ Feed it every stored record of the trees a server runs, in ``seq`` order per tre
   ``cancelled`` are errors;
 - ``chat``: an LLM request taskwire made itself, from the ``usage`` update after it
   (``value["added"]``: model, tokens, finish reason, start time). A bridged peer's own model
-  calls are not seen one by one, so they make no ``chat`` span.
+  calls are not seen one by one, so they make no ``chat`` span. With content capture, its
+  input is the conversation's history then (``server/telemetry/chat_history.py``).
 
 A sub-agent's ``invoke_agent`` span is the child of the ``execute_tool`` span of the call that
 spawned it (``gen_ai.tool.call.id`` = its ``parent_tool_use_id``), found in its parent's stream,
