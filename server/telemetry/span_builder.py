@@ -10,7 +10,8 @@ Feed it every stored record of the trees a server runs, in ``seq`` order per tre
   ``cancelled`` are errors;
 - ``chat``: an LLM request taskwire made itself, from the ``usage`` update after it
   (``value["added"]``: model, tokens, finish reason, start time). A bridged peer's own model
-  calls are not seen one by one, so they make no ``chat`` span.
+  calls are not seen one by one, so they make no ``chat`` span. With content capture, its
+  input is the conversation's history then (``server/telemetry/chat_history.py``).
 
 A sub-agent's ``invoke_agent`` span is the child of the ``execute_tool`` span of the call that
 spawned it (``gen_ai.tool.call.id`` = its ``parent_tool_use_id``), found in its parent's stream,
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from server.events import EventRecord
+from server.telemetry.chat_history import ChatHistory
 from server.telemetry import spans as a
 from server.telemetry.ids import span_id_of, trace_id_of
 from server.telemetry.spans import SpanData, clip, unix_ns
@@ -70,6 +72,7 @@ class SpanBuilder:
         self.dropped = 0
         self._runs: dict[str, _Run] = {}
         self._inputs: dict[str, list[str]] = {}  # a root's user messages before its run (capture)
+        self._history = ChatHistory() if capture_content else None  # each chat span's input
         self._open = 0
         self._ended: list[SpanData] = []
         self.kinds = KINDS | {"MessageEvent"} if capture_content else KINDS
@@ -86,6 +89,8 @@ class SpanBuilder:
         conversation_id = record.conversation_id
         if run is not None and conversation_id in run.chats:
             self._settle_chat(run, record, event)
+        if self._history is not None:
+            self._history.receive(record, event)
         kind = record.kind
         if kind == "ConversationStateUpdateEvent":
             if event.get("key") == "status" and conversation_id == record.root_id:
@@ -141,6 +146,8 @@ class SpanBuilder:
             if root_id in self._runs:  # a run that never ended (its process died): close it first
                 self._end_run(root_id, end, record.seq, status=None)
             run = _Run(trace_id=trace_id_of(record.id))
+            if self._history is not None:
+                self._history.running(root_id)
             span = self._start(run, "invoke_agent", record, parent=None)
             if span is not None:
                 span.attributes[a.OPERATION] = "invoke_agent"
@@ -155,6 +162,11 @@ class SpanBuilder:
 
     def _end_run(self, root_id: str, end_ns: int, seq: int | None, *, status: str | None) -> None:
         run = self._runs.pop(root_id)
+        if self._history is not None:
+            self._history.idle(root_id)
+            for conversation_id in run.agents:
+                if conversation_id != root_id:
+                    self._history.forget(conversation_id)
         for conversation_id in list(run.chats):
             self._end_chat(run, conversation_id)
         for span in list(run.tools.values()):
@@ -297,6 +309,11 @@ class SpanBuilder:
             span.attributes[a.RESPONSE_ID] = str(added["response_id"])
         if added.get("finish_reason"):
             span.attributes[a.FINISH_REASONS] = [str(added["finish_reason"])]
+        inputs = self._history.input_messages(record.conversation_id) if self._history is not None else None
+        if inputs is not None:
+            span.attributes[a.INPUT_MESSAGES], partial = inputs
+            if partial:
+                span.attributes[a.INPUT_PARTIAL] = True
         if self.capture_content:
             span.finish(unix_ns(record.timestamp), record.seq)
             run.chats[record.conversation_id] = (span, [])  # its text and calls come next

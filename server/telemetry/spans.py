@@ -43,6 +43,7 @@ TOOL_STATUS = "taskwire.tool_call.status"
 TOOL_TITLE = "taskwire.tool_call.title"
 TOOL_KIND = "taskwire.tool_call.kind"
 UNFINISHED = "taskwire.unfinished"
+INPUT_PARTIAL = "taskwire.input.partial"
 
 MAX_CONTENT_CHARS = 16_384
 """Captured text (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``) is cut to this."""

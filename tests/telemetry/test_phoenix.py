@@ -5,8 +5,10 @@ Skipped where Phoenix is not installed (``make phoenix``); a failure in CI, whic
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterator
 
@@ -33,6 +35,19 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
 @pytest.fixture
 async def traced(phoenix: Phoenix, tmp_path: Path) -> AsyncIterator[tuple[ServerProcess, str]]:
     """A ``taskwire serve`` exporting to Phoenix, into a project of this test's own."""
+    async with serving(phoenix, tmp_path, {}) as served:
+        yield served
+
+
+@pytest.fixture
+async def traced_content(phoenix: Phoenix, tmp_path: Path) -> AsyncIterator[tuple[ServerProcess, str]]:
+    """The same, with message content captured."""
+    async with serving(phoenix, tmp_path, {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}) as served:
+        yield served
+
+
+@asynccontextmanager
+async def serving(phoenix: Phoenix, tmp_path: Path, extra: dict[str, str]) -> AsyncIterator[tuple[ServerProcess, str]]:
     project = f"taskwire-{uuid.uuid4().hex[:12]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OH_", "OTEL_"))}
     env.update({
@@ -40,6 +55,7 @@ async def traced(phoenix: Phoenix, tmp_path: Path) -> AsyncIterator[tuple[Server
         "OTEL_SERVICE_NAME": "taskwire-test",
         "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}",
         "OH_LLM_API": "scripted",
+        **extra,
     })
     server = ServerProcess("taskwire", tmp_path, env)
     await server.start()
@@ -82,6 +98,23 @@ async def test_phoenix_shows_each_subagent_under_the_task_call_that_spawned_it(
     assert chain[1].attributes["gen_ai.tool.call.id"] == leaf["parent_tool_use_id"]
     assert chain[2].attributes["gen_ai.agent.id"] == leaf["parent_subagent_id"]
     assert all(s.attributes["gen_ai.request.model"] == "scripted" for s in spans if s.operation == "chat")
+
+
+async def test_phoenix_shows_what_each_chat_request_was_given(phoenix: Phoenix, traced_content: tuple[ServerProcess, str]) -> None:
+    server, project = traced_content
+    conversation_id = await run_to_end(server.client, native_agent(), "Run the demo, please.")
+    spans = await spans_of_run(phoenix, server, project, conversation_id)
+    chats = sorted((s for s in spans if s.operation == "chat"), key=lambda s: int(s.attributes["taskwire.seq.first"]))
+    root_chats = [s for s in chats if "taskwire.subagent_id" not in s.attributes]
+    first = json.loads(root_chats[0].attributes["gen_ai.input.messages"])
+    assert first == [{"role": "user", "parts": [{"type": "text", "content": "Run the demo, please."}]}]
+    later = json.loads(root_chats[1].attributes["gen_ai.input.messages"])
+    assert [m["role"] for m in later] == ["user", "assistant", "tool"]  # its own call and result came back to it
+    assert later[2]["parts"][0]["type"] == "tool_call_response" and "main-agent" in later[2]["parts"][0]["response"]
+    leaf = "Run `echo nested-leaf` with the terminal tool and report what it printed."
+    sub_inputs = [json.loads(s.attributes["gen_ai.input.messages"]) for s in chats if "taskwire.subagent_id" in s.attributes]
+    assert len(sub_inputs) == 6 and all(m[0]["role"] == "user" for m in sub_inputs)  # A, its leaf, B: two each
+    assert any(len(m) == 1 and m[0]["parts"][0]["content"].endswith(leaf) for m in sub_inputs)  # the sub-agent's prompt
 
 
 async def test_phoenix_shows_claude_codes_subagents_under_their_agent_calls(

@@ -65,6 +65,14 @@ async def test_no_prompt_or_tool_content_unless_capture_is_asked(server: Running
     assert message["finish_reason"] == "tool_use"
     assert message["parts"][0] == {"type": "text", "content": "First I'll run the command myself."}
     assert message["parts"][1]["type"] == "tool_call" and message["parts"][1]["name"] == "terminal"
+    assert json.loads(first_chat.attributes["gen_ai.input.messages"]) == [{"role": "user", "parts": [{"type": "text", "content": "go"}]}]
+    leaf = "Run `echo nested-leaf` with the terminal tool and report what it printed."
+    leaf_chats = [s for s in captured if s.operation == "chat" and "taskwire.subagent_id" in s.attributes
+                  and json.loads(s.attributes["gen_ai.input.messages"])[0]["parts"][0]["content"].endswith(leaf)]
+    first_leaf_chat = min(leaf_chats, key=lambda s: s.attributes["taskwire.seq.first"])
+    (prompt,) = json.loads(first_leaf_chat.attributes["gen_ai.input.messages"])  # the sub-agent's prompt, and only that
+    assert prompt["role"] == "user"
+    assert all("taskwire.input.partial" not in s.attributes for s in captured)
 
 
 async def test_a_bridged_peers_subagents_nest_under_its_agent_calls(tmp_path: Path) -> None:
