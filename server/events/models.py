@@ -74,6 +74,9 @@ class LLMCall(BaseModel):
     """The provider's id of the response (``llm_response_id`` on its tool calls)."""
     started_at: Timestamp | None = None
     """When the request was sent, UTC."""
+    system_instructions: str | None = None
+    """The system prompt the request carried: on the first request of each run only (the run's
+    later ones carry the same), so a trace's ``chat`` spans show it without a copy per call."""
 
 
 class Event(BaseModel):

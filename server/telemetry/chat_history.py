@@ -42,6 +42,8 @@ class _History:
     """The ids of that message's calls, whose results are given back in this order."""
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Results of those calls stored so far (in the order they ended), not yet in ``messages``."""
+    system: str | None = None
+    """The system instructions, as ``gen_ai.system_instructions`` JSON (the run's first usage record names them)."""
 
 
 class ChatHistory:
@@ -115,6 +117,16 @@ class ChatHistory:
         history.results[call_id] = {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id, "response": clip(text)}]}
         if all(c in history.results for c in history.calls):
             self._flush(history)
+
+    def system_instructions(self, conversation_id: str, told: Any) -> str | None:
+        """The conversation's system instructions as span JSON; ``told`` is what this request's
+        usage record said of them (a run's first names them, the others nothing)."""
+        history = self._histories.get(conversation_id)
+        if history is None:
+            return None
+        if isinstance(told, str) and told:
+            history.system = json.dumps([{"type": "text", "content": clip(told)}], ensure_ascii=False)
+        return history.system
 
     def input_messages(self, conversation_id: str) -> tuple[str, bool] | None:
         """``gen_ai.input.messages`` for a request made now, and whether it is partial."""

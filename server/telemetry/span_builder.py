@@ -314,6 +314,9 @@ class SpanBuilder:
             span.attributes[a.INPUT_MESSAGES], partial = inputs
             if partial:
                 span.attributes[a.INPUT_PARTIAL] = True
+            system = self._history.system_instructions(record.conversation_id, added.get("system_instructions"))  # type: ignore[union-attr]
+            if system is not None:
+                span.attributes[a.SYSTEM_INSTRUCTIONS] = system
         if self.capture_content:
             span.finish(unix_ns(record.timestamp), record.seq)
             run.chats[record.conversation_id] = (span, [])  # its text and calls come next

@@ -29,6 +29,7 @@ INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
 INPUT_MESSAGES = "gen_ai.input.messages"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 ERROR_TYPE = "error.type"
 

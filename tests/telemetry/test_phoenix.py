@@ -14,6 +14,7 @@ from typing import Any, AsyncIterator, Iterator
 
 import pytest
 
+from server.specs import DEFAULT_SYSTEM_PROMPT
 from tests.servers import ServerProcess
 from tests.services import need, wait_until
 from tests.telemetry.phoenix import PHOENIX, Phoenix
@@ -115,6 +116,9 @@ async def test_phoenix_shows_what_each_chat_request_was_given(phoenix: Phoenix, 
     sub_inputs = [json.loads(s.attributes["gen_ai.input.messages"]) for s in chats if "taskwire.subagent_id" in s.attributes]
     assert len(sub_inputs) == 6 and all(m[0]["role"] == "user" for m in sub_inputs)  # A, its leaf, B: two each
     assert any(len(m) == 1 and m[0]["parts"][0]["content"].endswith(leaf) for m in sub_inputs)  # the sub-agent's prompt
+    systems = [json.loads(s.attributes["gen_ai.system_instructions"])[0]["content"] for s in chats]
+    assert {systems[i] for i, s in enumerate(chats) if s in root_chats} == {DEFAULT_SYSTEM_PROMPT}
+    assert all(text and text != DEFAULT_SYSTEM_PROMPT for i, text in enumerate(systems) if chats[i] not in root_chats)
 
 
 async def test_phoenix_shows_claude_codes_subagents_under_their_agent_calls(

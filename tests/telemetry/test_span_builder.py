@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 from server.events import ActionEvent, ConversationStateUpdateEvent, Event, ObservationEvent, SubagentStartedEvent
+from server.specs import DEFAULT_SYSTEM_PROMPT
 from server.store.rows import event_record
 from server.telemetry.span_builder import SpanBuilder
-from tests.servers import RunningServer, isolated_settings, taskwire_server
+from tests.servers import REPO, RunningServer, isolated_settings, taskwire_server
 from tests.telemetry.runs import native_agent, recorded_claude_code, run_to_end, subagents, tree_records
 from tests.telemetry.spans import Span, check_tree, from_span_data
 
@@ -51,7 +52,8 @@ async def test_each_llm_request_is_a_chat_span_with_model_tokens_and_finish_reas
 
 async def test_no_prompt_or_tool_content_unless_capture_is_asked(server: RunningServer) -> None:
     conversation_id = await run_to_end(server.client, native_agent())
-    content = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}
+    content = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
+               "gen_ai.system_instructions"}
     assert not any(content & set(s.attributes) for s in await build(server, conversation_id))
 
     captured = await build(server, conversation_id, capture_content=True)
@@ -73,6 +75,14 @@ async def test_no_prompt_or_tool_content_unless_capture_is_asked(server: Running
     (prompt,) = json.loads(first_leaf_chat.attributes["gen_ai.input.messages"])  # the sub-agent's prompt, and only that
     assert prompt["role"] == "user"
     assert all("taskwire.input.partial" not in s.attributes for s in captured)
+    # Every chat span says what system instructions it was given: the root's default, a sub-agent's its type's.
+    chats = [s for s in captured if s.operation == "chat"]
+    systems = {s.span_id: json.loads(s.attributes["gen_ai.system_instructions"]) for s in chats}
+    assert len(systems) == len(chats)
+    root_chats = [s for s in chats if "taskwire.subagent_id" not in s.attributes]
+    assert {systems[s.span_id][0]["content"] for s in root_chats} == {DEFAULT_SYSTEM_PROMPT}
+    general = (REPO / "config/agents/general-purpose.md").read_text().split("---", 2)[2].strip()
+    assert systems[first_leaf_chat.span_id] == [{"type": "text", "content": general}]
 
 
 async def test_a_bridged_peers_subagents_nest_under_its_agent_calls(tmp_path: Path) -> None:

@@ -55,8 +55,10 @@ class NativeBackend:
         self.messages = history
         self.approval = approval
         self.requests_first = requests_first
+        self._system_told = False  # whether this run's usage records carried the system prompt yet
 
     async def run(self, host: AgentHost) -> str | None:
+        self._system_told = False
         for _ in range(self.max_iterations):
             self.take_user_messages(host)
             if host.pause_requested:
@@ -96,7 +98,10 @@ class NativeBackend:
             # Acting on the answer is this step's CPU: the API's waiting requests go first.
             await self.requests_first.step()
         finish_reason = response.stop_reason or ("tool_calls" if response.tool_calls else "stop")
-        call = LLMCall(model=self.model, finish_reason=finish_reason, response_id=response.id, started_at=started_at)
+        system = None if self._system_told else self.system_prompt
+        self._system_told = True
+        call = LLMCall(model=self.model, finish_reason=finish_reason, response_id=response.id, started_at=started_at,
+                       system_instructions=system)
         await host.add_usage(response.usage, call)
         return response
 
