@@ -145,3 +145,16 @@ class AgentBackend(Protocol):
     async def close(self) -> None:
         """Release what the backend holds (subprocesses, sessions). Idempotent."""
         ...
+
+
+async def run_user_turns(host: AgentHost, run_turn: Callable[[str], Awaitable[str | None]]) -> str | None:
+    """A bridged backend's run: each user message waiting on ``host`` is one turn of its peer,
+    until none is left (the last turn's answer) or a pause is asked (``None``)."""
+    answer: str | None = None
+    while not host.pause_requested:
+        prompts = host.take_user_messages()
+        if not prompts:
+            return answer
+        for text in prompts:
+            answer = await run_turn(text)
+    return None

@@ -29,7 +29,7 @@ from server.errors import BackendError, BadRequest, ClaudeSDKError
 from server.llm import script_roots
 from server.events import SubagentFinishedEvent, SubagentStartedEvent
 from server.events.ids import new_id
-from server.runtime.backends.base import AgentHost
+from server.runtime.backends.base import AgentHost, run_user_turns
 from server.runtime.backends.claude_permissions import ClaudePermissions
 from server.specs import ClaudeSDKAgentSpec
 
@@ -84,14 +84,7 @@ class ClaudeSDKBackend:
     async def run(self, host: AgentHost) -> str | None:
         self._hosts[ROOT] = host
         await self._start()
-        answer: str | None = None
-        while not host.pause_requested:
-            prompts = host.take_user_messages()
-            if not prompts:
-                return answer
-            for text in prompts:
-                answer = await self.run_turn(text)
-        return None
+        return await run_user_turns(host, self.run_turn)
 
     async def run_turn(self, text: str) -> str | None:
         """Send one prompt; its answer, once the result that answers it has come."""

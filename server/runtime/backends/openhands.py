@@ -29,7 +29,7 @@ from server.errors import BackendError, OpenHandsError
 from server.events import Usage
 from server.openhands.dispatch import ROOT, Action, Confirm, Emit, FinishLane, Lane, OpenHandsDispatcher, RunEnded, StartLane
 from server.openhands.protocol import ProtocolError, command, parse_line
-from server.runtime.backends.base import AgentHost
+from server.runtime.backends.base import AgentHost, run_user_turns
 from server.settings import Settings
 from server.specs import OpenHandsAgentSpec
 
@@ -106,14 +106,7 @@ class OpenHandsBackend:
     async def run(self, host: AgentHost) -> str | None:
         self._hosts[ROOT] = host
         await self._start()
-        answer: str | None = None
-        while not host.pause_requested:
-            prompts = host.take_user_messages()
-            if not prompts:
-                return answer
-            for text in prompts:
-                answer = await self.run_turn(text)
-        return None
+        return await run_user_turns(host, self.run_turn)
 
     async def run_turn(self, text: str) -> str | None:
         """Send one user message; the answer once OpenHands' run on it returns."""
