@@ -28,7 +28,7 @@ from server.events import (
     SubagentStartedEvent,
 )
 from server.events.body_text import fold, stored_body_text
-from server.store import Store
+from server.store import Store, postgres_text
 from server.store.base import ConversationRecord, EventQuery
 from server.store.sqlite import SQLiteStore
 from server.store.postgres import _EventWriter as PostgresEventWriter
@@ -142,7 +142,21 @@ def terms(records: list[EventRecord], rng: random.Random) -> list[str]:
 @pytest.mark.parametrize("seed, indexed", [(1, 1.0), (2, 0.5), (3, 0.0)], ids=["indexed", "half indexed", "not yet indexed"])
 async def test_body_search_is_its_definition_on_a_random_log(store: Store, seed: int, indexed: float, monkeypatch) -> None:
     records = await load(store, seed, 160, indexed, monkeypatch)
-    rng = random.Random(seed)
+    await finds_its_definition(store, records, random.Random(seed))
+
+
+@pytest.mark.parametrize("by", ["sample", "count"], ids=["common by its sample", "common by the index's count"])
+async def test_a_common_term_read_in_order_finds_what_the_index_finds(store: Store, by: str, monkeypatch) -> None:
+    """PostgreSQL reads a common term's page in ``seq`` order instead of gathering it from the
+    trigram index; every term is made common here, by either test (SQLite has no such choice)."""
+    monkeypatch.setattr(postgres_text, "SAMPLE_HITS", 1 if by == "sample" else 10**9)
+    monkeypatch.setattr(postgres_text, "COMMON", 1 if by == "count" else 10**9)
+    records = await load(store, 4, 160, 0.5, monkeypatch)
+    await finds_its_definition(store, records, random.Random(4))
+
+
+async def finds_its_definition(store: Store, records: list[EventRecord], rng: random.Random) -> None:
+    """Every term of ``terms``, page by page in both orders and counted, as the oracle says."""
     for term in terms(records, rng):
         query = EventQuery(root_id=ROOT, body=term)
         expected = oracle(records, query)
