@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 import websockets
 from common import ROOT
@@ -44,6 +45,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tests.servers import ServerProcess
+from tests.services import free_port
 
 
 def model_calls(steps: int) -> int:
@@ -67,15 +69,16 @@ def pick(values: list[float], q: float) -> float:
 # -- the client processes ---------------------------------------------------------------------
 
 
-async def one_tree(http: httpx.AsyncClient, ws_url: str, agent: dict[str, Any]) -> dict[str, float]:
+async def one_tree(http: aiohttp.ClientSession, ws_url: str, agent: dict[str, Any]) -> dict[str, float]:
     """Create and run one tree, watch it to its end; the times since its POST, in ms."""
     sent = time.perf_counter()
-    response = await http.post("/api/conversations", json={"agent": agent, "initial_message": "Fan out.", "run": True})
+    async with http.post("/api/conversations", json={"agent": agent, "initial_message": "Fan out.", "run": True}) as response:
+        response.raise_for_status()
+        created_id = (await response.json())["id"]
     created = time.perf_counter()
-    response.raise_for_status()
     out = {"created": (created - sent) * 1000}
     since = lambda: (time.perf_counter() - sent) * 1000  # noqa: E731
-    url = f"{ws_url}/sockets/events/{response.json()['id']}"
+    url = f"{ws_url}/sockets/events/{created_id}"
     async with websockets.connect(url, max_size=None, compression=None, open_timeout=600) as socket:
         async for frame in socket:
             now = since()
@@ -94,8 +97,8 @@ async def client(url: str, ws_url: str, count: int, script: str) -> None:
     """``--client``: say ``ready``, wait for ``go`` on stdin, run ``count`` trees at once, print
     one JSON line of their times."""
     agent = {"kind": "native", "llm": {"api": "scripted", "script": script}, "max_iterations": 1000}
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as http:
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(url, connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as http:
         print("ready", flush=True)
         await asyncio.to_thread(sys.stdin.readline)
         trees = await asyncio.gather(*(one_tree(http, ws_url, agent) for _ in range(count)))
@@ -187,6 +190,56 @@ async def run_one(folder: Path, size: int, delay: float, steps: int, processes: 
     }
 
 
+class BareServer:
+    """``bench/bare_api.py`` under uvicorn (its Sans-I/O WebSocket protocol, as ``taskwire serve``
+    runs): the ceiling, with the same clients."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}"
+        self.log_path = folder / "bare.log"
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "uvicorn", "bench.bare_api:app", "--port", str(self.port), "--log-level", "warning",
+                "--ws", "websockets-sansio", cwd=ROOT, stdout=log, stderr=asyncio.subprocess.STDOUT,
+            )
+        async with httpx.AsyncClient() as http:
+            for _ in range(200):
+                try:
+                    await http.post(f"{self.url}/api/conversations", json={})
+                    return
+                except httpx.TransportError:
+                    await asyncio.sleep(0.05)
+        raise RuntimeError(f"the bare server did not answer ({self.log_path})")
+
+    async def stop(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.terminate()
+            await self.process.wait()
+
+
+async def run_bare(folder: Path, size: int, processes: int) -> dict[str, Any]:
+    """The same N trees' clients against ``BareServer``: POST -> 201 and the socket's frames."""
+    folder.mkdir(parents=True, exist_ok=True)
+    server = BareServer(folder)
+    script_path = folder / "script.json"
+    script_path.write_text("{}")
+    try:
+        await server.start()
+        trees = await clients(server, size, script_path, processes)  # type: ignore[arg-type]
+    finally:
+        await server.stop()
+    return {
+        "trees": size, "created_p50": pick([t["created"] for t in trees], 0.5), "created_p99": pick([t["created"] for t in trees], 0.99),
+        "frame_p50": pick([t["first_frame"] for t in trees], 0.5), "sub_p50": pick([t["first_subagent"] for t in trees], 0.5),
+        "sub_p99": pick([t["first_subagent"] for t in trees], 0.99), "load": os.getloadavg(),
+    }
+
+
 def table_of(rows: list[dict[str, Any]], title: str) -> Table:
     table = Table(title=title)
     for column in ("N", "model s", "finished", "POST→201 p50 / p99 ms", "→ first frame p50", "→ first sub-agent event p50 / p99",
@@ -213,6 +266,7 @@ async def main() -> None:
     parser.add_argument("--steps", type=int, default=5, help="think calls per sub-agent")
     parser.add_argument("--clients", type=int, default=2, help="client processes the trees are spread over")
     parser.add_argument("--profile", type=Path, help="record the server with py-spy into this folder")
+    parser.add_argument("--no-ceiling", dest="ceiling", action="store_false", help="skip the bare server's run")
     args = parser.parse_args()
     console = Console(width=max(200, Console().width))
     console.log(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()}, "
@@ -226,6 +280,16 @@ async def main() -> None:
                 for frame, share in rows[-1]["profile"]:
                     console.log(f"  {share:6.1%}  {frame}")
     console.print(table_of(rows, "live under load: N trees started together (SQLite, one server)"))
+    if args.ceiling:
+        with tempfile.TemporaryDirectory() as tmp:
+            bare = [await run_bare(Path(tmp) / f"bare-n{size}", size, args.clients) for size in [int(s) for s in args.sizes.split(",") if s]]
+        table = Table(title="the ceiling: the same clients against a bare Starlette app under uvicorn (bench/bare_api.py)")
+        for column in ("N", "POST→201 p50 / p99 ms", "→ first frame p50", "→ sub-agent frame p50 / p99", "load 1 / 5 min"):
+            table.add_column(column, justify="right")
+        for r in bare:
+            table.add_row(str(r["trees"]), f"{r['created_p50']:,.0f} / {r['created_p99']:,.0f}", f"{r['frame_p50']:,.0f}",
+                          f"{r['sub_p50']:,.0f} / {r['sub_p99']:,.0f}", f"{r['load'][0]:.1f} / {r['load'][1]:.1f}")
+        console.print(table)
 
 
 if __name__ == "__main__":
