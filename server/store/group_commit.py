@@ -172,6 +172,12 @@ class GroupCommit:
         """Drop the cached ``seq`` of a tree whose events were deleted."""
         self._last_seqs.pop(root_id, None)
 
+    def new_tree(self, root_id: str) -> None:
+        """A tree that has just been created holds no event yet: its first append is numbered
+        without reading the database (a burst of new conversations made one read each)."""
+        if root_id not in self._last_seqs:
+            self._remember(root_id, 0)
+
     async def _run(self) -> None:
         try:
             while True:

@@ -66,6 +66,9 @@ class SQLiteStore(SQLiteConversationStore):
         await self._commit.close()
         await self._db.close()
 
+    def _created_tree(self, root_id: str) -> None:
+        self._commit.new_tree(root_id)
+
     @property
     def health(self) -> StoreHealth:
         """See ``Store.health``."""

@@ -30,7 +30,7 @@ import aiosqlite
 from server.events import EventRecord
 from server.store.base import EventQuery
 from server.store.filters import SqlDialect, Window, time_window_sql, window_from_row
-from server.store.sqlite_database import SQLiteDatabase, transaction
+from server.store.sqlite_database import SQLiteDatabase
 from server.store.sqlite_text import (
     BEHIND, INDEX_BACKLOG, INDEX_CHUNK, INDEX_QUIET, INDEX_TREES, body_match, index_some_sql, text_branches,
 )
@@ -123,10 +123,7 @@ class SQLiteEventWriter:
                     await conn.execute(_insert_rows(len(records)), _values(keys, records))  # type: ignore[arg-type]
                     self._now_behind(keys.values(), len(records))  # type: ignore[arg-type]
                     return
-                async with transaction(conn):
-                    for root_id, key in keys.items():
-                        keys[root_id] = key or await _tree_key(conn, root_id)
-                    await conn.execute(_insert_rows(len(records)), _values(keys, records))  # type: ignore[arg-type]
+                keys = await _write_with_new_trees(conn, keys, records)
             except sqlite3.IntegrityError as exc:
                 if "events.id" in str(exc):
                     ids = ", ".join(repr(r.id) for r in records[:3])
@@ -236,7 +233,31 @@ def _values(keys: dict[str, int], records: Sequence[EventRecord]) -> list[Any]:
     ]  # fmt: skip
 
 
-async def _tree_key(conn: aiosqlite.Connection, root_id: str) -> int:
-    await conn.execute("INSERT INTO trees (root_id) VALUES (?) ON CONFLICT (root_id) DO NOTHING", (root_id,))
-    rows = list(await conn.execute_fetchall("SELECT id FROM trees WHERE root_id = ?", (root_id,)))
-    return int(rows[0][0])
+async def _write_with_new_trees(
+    conn: aiosqlite.Connection, keys: dict[str, int | None], records: Sequence[EventRecord]
+) -> dict[str, int]:
+    """Give the trees of ``keys`` that have none a key, and insert ``records``: one transaction
+    in one trip to the writer's thread (a burst of new conversations puts hundreds of new trees
+    in one batch; trip by trip, the write lock was held for two trips per tree)."""
+    new = [root_id for root_id, key in keys.items() if key is None]
+    marks = ", ".join("?" * len(new))  # at most 1,000 (a batch's events): under SQLite's limit
+
+    def write() -> dict[str, int]:
+        raw: sqlite3.Connection = conn._conn  # aiosqlite's thread owns it: this runs there
+        raw.execute("BEGIN IMMEDIATE")
+        try:
+            raw.execute(f"INSERT INTO trees (root_id) VALUES {', '.join(['(?)'] * len(new))} "
+                        "ON CONFLICT (root_id) DO NOTHING", new)
+            made = dict(raw.execute(f"SELECT root_id, id FROM trees WHERE root_id IN ({marks})", new).fetchall())
+            found = {root_id: key if key is not None else int(made[root_id]) for root_id, key in keys.items()}
+            raw.execute(_insert_rows(len(records)), _values(found, records))
+            raw.execute("COMMIT")
+        except BaseException:
+            if raw.in_transaction:
+                raw.execute("ROLLBACK")
+            raise
+        return found
+
+    # aiosqlite has no public way to run a function on its thread; ``_execute`` is how its own
+    # methods do it (pinned, 0.22.1; ``sqlite_statements.py`` does the same).
+    return await conn._execute(write)

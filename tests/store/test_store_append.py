@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from server.events import MessageEvent, StreamingDeltaEvent, parse_event
-from server.store import Store
+from server.store import ConversationRecord, Store
 from server.store.base import EventQuery
 
 
@@ -189,3 +189,40 @@ async def test_flush_returns_once_everything_submitted_before_is_stored(store: S
     assert await other.last_seq("r") == 1500
     await asyncio.sleep(0)
     assert handed == list(range(1, 1501))
+
+
+async def test_a_burst_of_new_trees_is_numbered_from_one_and_stored_whole(store: Store) -> None:
+    # Hundreds of conversations created at once put hundreds of new trees in one batch.
+    roots = [f"burst-{n}" for n in range(300)]
+    await asyncio.gather(*(store.create_conversation(ConversationRecord(id=r, root_id=r)) for r in roots))
+    firsts = await asyncio.gather(*(store.append(r, r, MessageEvent(content=f"{r} one")) for r in roots))
+    seconds = await asyncio.gather(*(store.append(r, r, MessageEvent(content=f"{r} two")) for r in roots))
+    assert {record.seq for record in firsts} == {1} and {record.seq for record in seconds} == {2}
+    for root in roots[::37]:
+        page = await store.search(EventQuery(root_id=root))
+        assert [(e.seq, parse_event(e.json).content) for e in page.items] == [(1, f"{root} one"), (2, f"{root} two")]
+        assert await store.last_seq(root) == 2
+
+
+async def test_a_refused_second_create_does_not_renumber_the_tree(store: Store) -> None:
+    await store.create_conversation(ConversationRecord(id="taken", root_id="taken"))
+    for n in range(3):
+        await store.append("taken", "taken", MessageEvent(content=str(n)))
+    with pytest.raises(ValueError, match="already exists"):
+        await store.create_conversation(ConversationRecord(id="taken", root_id="taken"))
+    assert (await store.append("taken", "taken", MessageEvent(content="after"))).seq == 4
+
+
+async def test_new_trees_appended_by_callers_cancelled_midway_are_stored_whole(store: Store) -> None:
+    roots = [f"cut-{n}" for n in range(200)]
+    await asyncio.gather(*(store.create_conversation(ConversationRecord(id=r, root_id=r)) for r in roots))
+    callers = [asyncio.create_task(store.append(r, r, MessageEvent(content=r))) for r in roots]
+    await asyncio.sleep(0)
+    for caller in callers[::2]:
+        caller.cancel()
+    await asyncio.gather(*callers, return_exceptions=True)
+    await store.flush()
+    # Every event was queued before its caller was cancelled: the store wrote each, numbered 1.
+    for root in roots:
+        assert await store.last_seq(root) == 1
+    assert sum([await store.count(EventQuery(root_id=r)) for r in roots]) == len(roots)
