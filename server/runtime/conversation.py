@@ -165,6 +165,11 @@ class ConversationHost:
             conversation_id, self.root_id, event, self._publisher.publish if own else self._publisher.observe
         )
 
+    @property
+    def last_seq(self) -> int:
+        """The tree's highest ``seq`` stored through this process (see ``TopicPublisher``)."""
+        return self._publisher.last_seq
+
     async def emit_status_snapshot(self) -> None:
         """Record the current status (a new conversation's first event: ``idle``)."""
         await self.emit(ConversationStateUpdateEvent(key="status", value=self.record.status))

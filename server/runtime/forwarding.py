@@ -43,11 +43,15 @@ class TopicPublisher:
         self._prev_seq = last_seq or None
         self._sinks = sinks
         self._observers = observers if observers is not None else []
+        self.last_seq = last_seq
+        """The tree's highest ``seq`` stored through this publisher (or before it was made),
+        published or only observed."""
 
     def publish(self, record: EventRecord) -> None:
         if record.seq is not None:
             record.prev_seq = self._prev_seq
             self._prev_seq = record.seq
+            self.last_seq = max(self.last_seq, record.seq)
             for observer in self._observers:
                 observer(record)
         self._bus.publish(self._root_id, record)
@@ -57,6 +61,8 @@ class TopicPublisher:
     def observe(self, record: EventRecord) -> None:
         """A stored record of the tree that is not published (a sub-agent's, forwarding off):
         only the observers see it."""
+        if record.seq is not None:
+            self.last_seq = max(self.last_seq, record.seq)
         for observer in self._observers:
             observer(record)
 

@@ -23,7 +23,7 @@ from server.errors import (
     StoreUnavailable,
     SubagentNotFound,
 )
-from server.events import AgentErrorEvent, Event, MessageEvent
+from server.events import AgentErrorEvent, ConversationStateUpdateEvent, Event, MessageEvent
 from server.events.ids import new_id
 from server.runtime.answering import PermissionCommands
 from server.runtime.backends import build_backend
@@ -157,12 +157,25 @@ class Runtime(PermissionCommands, SubagentCommands):
         except ValueError as exc:  # the store's "id taken"
             raise Conflict(f"conversation {conversation_id!r} already exists", code="conversation_exists") from exc
         async with self.ownership.owning(conversation_id):
-            host = await self.host(conversation_id)
-            await host.emit_status_snapshot()
+            # New: nothing to load or recover, and its stream is empty.
+            host = self._roots[conversation_id] = self._host_of(record, 0)
+            # Its first events are queued, not each waited for: the status change below (or
+            # the flush) waits for them all at once, and nothing irrevocable comes between.
+            await host.emit(ConversationStateUpdateEvent(key="status", value=record.status), wait=False)
             # A conversation works on a message: without one it stays idle whatever ``run`` says.
             if initial_message is not None:
-                await self.send_message(conversation_id, initial_message, run=run)
+                await host.emit(MessageEvent(role="user", source="user", content=initial_message), wait=False)
+                host.deliver_user_message(initial_message)
+                if run:
+                    await self.run(conversation_id)
+            await self.store.flush()
         return host.record
+
+    def known_last_seq(self, root_id: str) -> int | None:
+        """The highest ``seq`` of a tree loaded here, without asking the store (``None``: not
+        loaded)."""
+        host = self._roots.get(root_id)
+        return None if host is None else host.last_seq
 
     async def get(self, conversation_id: str) -> ConversationRecord:
         record = await self.store.get_conversation(conversation_id)
@@ -186,18 +199,7 @@ class Runtime(PermissionCommands, SubagentCommands):
                     f"{conversation_id!r} is a sub-agent; it runs under its parent {record.root_id!r}",
                     code="subagent_conversation",
                 )
-            publisher = TopicPublisher(
-                self.bus, record.root_id, await self.store.last_seq(record.root_id),
-                self.hooks.event_subscribers, self.hooks.record_observers,
-            )
-            host = ConversationHost(
-                record,
-                store=self.store,
-                settings=self.settings,
-                publisher=publisher,
-                sink=publisher.publish,
-                backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks, self.requests_first),
-            )
+            host = self._host_of(record, await self.store.last_seq(record.root_id))
             stranded = self._stranded.marked(conversation_id)
             if record.status == "running" or stranded is not None:
                 # Nothing runs it here (the process that ran it is gone, or its run lost writes
@@ -209,6 +211,19 @@ class Runtime(PermissionCommands, SubagentCommands):
                 self._stranded.reconciled(conversation_id)
             self._roots[conversation_id] = host
         return host
+
+    def _host_of(self, record: ConversationRecord, last_seq: int) -> ConversationHost:
+        publisher = TopicPublisher(
+            self.bus, record.root_id, last_seq, self.hooks.event_subscribers, self.hooks.record_observers
+        )
+        return ConversationHost(
+            record,
+            store=self.store,
+            settings=self.settings,
+            publisher=publisher,
+            sink=publisher.publish,
+            backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks, self.requests_first),
+        )
 
     async def _recover(self, host: ConversationHost, stranded: str | None) -> None:
         """``stranded``: the ``status_reason`` to record when the store stopped its run."""
@@ -324,6 +339,9 @@ class Runtime(PermissionCommands, SubagentCommands):
             log.info("run started")
             if started is not None:
                 started.set()
+            # Building the backend and its first model call are a step's CPU too: the request
+            # that started this run (and any other unanswered one) is answered first.
+            await self.requests_first.step()
             backend = await host.backend()
             answer = await backend.run(host)
             outcome = "paused" if host.pause_requested and answer is None else "finished"

@@ -82,6 +82,34 @@ async def test_a_conversation_created_with_nothing_is_idle_until_its_first_messa
     assert (await wait_for_status(server.client, info["id"], {"finished", "error"}))["status"] == "finished"
 
 
+async def test_conversations_created_together_each_start_with_their_own_whole_stream(server: RunningServer) -> None:
+    # A burst of creations (one batch of new trees in the store, answers without a read back):
+    # each 201 names its own last event, and each stream starts idle, message, [running].
+    idle, queued, started = await asyncio.gather(
+        asyncio.gather(*(create(server) for _ in range(10))),
+        asyncio.gather(*(create(server, initial_message=f"hold {n}", run=False) for n in range(10))),
+        asyncio.gather(*(create(server, agent=scripted_agent(HELLO), initial_message="say hello") for _ in range(10))),
+    )
+    for info in idle + queued:
+        events = await all_events(server, info["id"])
+        assert info["last_seq"] == events[-1]["seq"] == len(events)
+        assert [(e["kind"], e.get("value")) for e in events][0] == ("ConversationStateUpdateEvent", "idle")
+    for n, info in enumerate(queued):
+        assert info["status"] == "idle"
+        events = await all_events(server, info["id"])
+        assert [(e["kind"], e.get("content")) for e in events][1:] == [("MessageEvent", f"hold {n}")]
+    for info in started:
+        assert info["status"] == "running"
+        done = await wait_for_status(server.client, info["id"], {"finished", "error"})
+        assert done["status"] == "finished"
+        events = await all_events(server, info["id"])
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        assert [(e["kind"], e.get("value")) for e in events[:3]] == [
+            ("ConversationStateUpdateEvent", "idle"), ("MessageEvent", None), ("ConversationStateUpdateEvent", "running")
+        ]
+        assert 3 <= info["last_seq"] <= done["last_seq"]
+
+
 async def test_run_true_without_a_message_is_a_400_and_creates_nothing(server: RunningServer) -> None:
     response = await server.client.post("/api/conversations", json={"run": True})
     assert response.status_code == 400

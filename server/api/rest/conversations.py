@@ -40,7 +40,9 @@ async def create_conversation(body: CreateConversation, request: Request) -> Con
         initial_message=body.initial_message,
         run=body.run is not False,
     )
-    return await _info(runtime, record)
+    # It was just written here: its last seq is known without a read.
+    known = runtime.known_last_seq(record.root_id)
+    return ConversationInfo.of(record, known) if known is not None else await _info(runtime, record)
 
 
 @router.get("/search", responses=errors(400))
