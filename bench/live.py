@@ -19,8 +19,15 @@ client's clock from the moment its POST was sent:
 - with ``--profile``, a py-spy profile of the server (collapsed stacks) per run, and its top
   frames by own time.
 
-The bare ceilings beside them: the model's floor, and N = 1 (a tree alone). It prints figures;
-it asserts nothing.
+Meanwhile a probe in this process asks the API's other requests of one idle conversation, one
+at a time every 0.1 s (a page of its events, a message queued to it, the conversation), their
+p50 / p99 beside the same requests on the idle server just before.
+
+The ceilings beside them: the model's floor, N = 1 (a tree alone), and (unless ``--no-ceiling``)
+the same clients against a bare Starlette app under uvicorn (``bench/bare_api.py``): what the
+machine, uvicorn and the clients cost before taskwire does anything. The clients are aiohttp's
+(httpx's connection pool made the client the bottleneck: through it a bare endpoint answered
+500 POSTs at p99 2.3 s, through aiohttp 0.1 s). It prints figures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -132,6 +139,50 @@ async def clients(server: ServerProcess, size: int, script_path: Path, processes
     return [tree for line in lines for tree in json.loads(line)]
 
 
+# -- the probe: the API's other requests while the trees run ------------------------------------
+
+PROBES = ("page", "message", "get")
+"""What the probe asks, in turn: a page of a conversation's events, a message sent to it (``run:
+false``: queued, nothing runs), the conversation itself."""
+
+
+async def probe(url: str, stop: asyncio.Event, every: float = 0.1) -> dict[str, list[float]]:
+    """Ask ``PROBES`` of one idle conversation, one after another every ``every`` s until
+    ``stop``; each one's latencies in ms."""
+    times: dict[str, list[float]] = {name: [] for name in PROBES}
+    async with aiohttp.ClientSession(url) as http:
+        async with http.post("/api/conversations", json={"initial_message": "Hold on.", "run": False}) as response:
+            conversation = (await response.json())["id"]
+        requests = {
+            "page": lambda: http.get(f"/api/conversations/{conversation}/events/search", params={"limit": "20"}),
+            "message": lambda: http.post(f"/api/conversations/{conversation}/events", json={"content": "More.", "run": False}),
+            "get": lambda: http.get(f"/api/conversations/{conversation}"),
+        }
+        while not stop.is_set():
+            for name in PROBES:
+                sent = time.perf_counter()
+                async with requests[name]() as response:
+                    await response.read()
+                    response.raise_for_status()
+                times[name].append((time.perf_counter() - sent) * 1000)
+            try:
+                await asyncio.wait_for(stop.wait(), every)
+            except asyncio.TimeoutError:
+                pass
+    return times
+
+
+async def probed(url: str, work: Any) -> tuple[Any, dict[str, list[float]]]:
+    """``work``'s result, and the probe's latencies while it ran."""
+    stop = asyncio.Event()
+    asking = asyncio.create_task(probe(url, stop))
+    try:
+        result = await work
+    finally:
+        stop.set()
+    return result, await asking
+
+
 # -- one run ------------------------------------------------------------------------------------
 
 
@@ -159,6 +210,7 @@ async def run_one(folder: Path, size: int, delay: float, steps: int, processes: 
     try:
         await server.start()
         assert server.process is not None
+        _, idle = await probed(server.url, asyncio.sleep(2))  # the same requests on the idle server
         before = await scrape(server)
         cpu_before = cpu_seconds(server)
         if profile is not None:
@@ -166,7 +218,7 @@ async def run_one(folder: Path, size: int, delay: float, steps: int, processes: 
             profiler = await asyncio.create_subprocess_exec(
                 str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "--rate", "100", "-o", str(profile / f"n{size}-d{delay}.txt"),
                 "-p", str(server.process.pid), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-        trees = await clients(server, size, script_path, processes)
+        trees, loaded = await probed(server.url, clients(server, size, script_path, processes))
         cpu = cpu_seconds(server) - cpu_before
         after = await scrape(server)
         rss_end, rss_peak = rss_mb(server), peak_rss_mb(server)
@@ -187,6 +239,7 @@ async def run_one(folder: Path, size: int, delay: float, steps: int, processes: 
         "cpu_per_call": cpu * 1000 / calls, "cpu_per_event": cpu * 1000 / max(stored, 1),
         "rss_end": rss_end, "rss_peak": rss_peak, "load": os.getloadavg(),
         "profile": top_frames(profile / f"n{size}-d{delay}.txt") if profile is not None else [],
+        "probe": {name: (pick(loaded[name], 0.5), pick(loaded[name], 0.99), pick(idle[name], 0.5)) for name in PROBES},
     }
 
 
@@ -280,6 +333,12 @@ async def main() -> None:
                 for frame, share in rows[-1]["profile"]:
                     console.log(f"  {share:6.1%}  {frame}")
     console.print(table_of(rows, "live under load: N trees started together (SQLite, one server)"))
+    table = Table(title="the API's other requests meanwhile, one at a time every 0.1 s (idle: the same server before the trees)")
+    for column in ("N", "model s", *(f"{name} p50 / p99 ms (idle p50)" for name in PROBES)):
+        table.add_column(column, justify="right")
+    for r in rows:
+        table.add_row(str(r["trees"]), f"{r['delay']:g}", *(f"{a:,.1f} / {b:,.1f} ({c:,.1f})" for a, b, c in r["probe"].values()))
+    console.print(table)
     if args.ceiling:
         with tempfile.TemporaryDirectory() as tmp:
             bare = [await run_bare(Path(tmp) / f"bare-n{size}", size, args.clients) for size in [int(s) for s in args.sizes.split(",") if s]]
