@@ -186,17 +186,14 @@ class Runtime(PermissionCommands, SubagentCommands):
                     f"{conversation_id!r} is a sub-agent; it runs under its parent {record.root_id!r}",
                     code="subagent_conversation",
                 )
+            last_seq = await self.store.last_seq(record.root_id)
             publisher = TopicPublisher(
-                self.bus, record.root_id, await self.store.last_seq(record.root_id),
-                self.hooks.event_subscribers, self.hooks.record_observers,
+                self.bus, record.root_id, last_seq, self.hooks.event_subscribers, self.hooks.record_observers
             )
             host = ConversationHost(
-                record,
-                store=self.store,
-                settings=self.settings,
-                publisher=publisher,
-                sink=publisher.publish,
+                record, store=self.store, settings=self.settings, publisher=publisher, sink=publisher.publish,
                 backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks, self.requests_first),
+                new_stream=not last_seq,  # a tree with no event yet (just created): its host sees them all
             )
             stranded = self._stranded.marked(conversation_id)
             if record.status == "running" or stranded is not None:
