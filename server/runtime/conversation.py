@@ -195,7 +195,9 @@ class ConversationHost:
         # stream before it is whole. The status event comes after, so a socket's first frame
         # never names a status its replay has not reached.
         await self._store.flush()
-        self.record = await self._store.update_conversation(self.conversation_id, status=status, status_reason=reason)
+        self.record = await self._store.update_conversation(
+            self.conversation_id, held=self.record, status=status, status_reason=reason
+        )
         event = ConversationStateUpdateEvent(key="status", value=status, reason=reason)
         await self.emit(event)
         return event.id
@@ -210,9 +212,9 @@ class ConversationHost:
         await self.whole(self._record_usage(usage, call))
 
     async def _record_usage(self, usage: Usage, call: LLMCall | None) -> None:
-        self.record = await self._store.update_conversation(
-            self.conversation_id, usage=self.record.usage + usage
-        )
+        # A live host is its record's one writer (recovery writes only rows no host holds): ``held``.
+        total = self.record.usage + usage
+        self.record = await self._store.update_conversation(self.conversation_id, held=self.record, usage=total)
         value = self.record.usage.model_dump()
         value["added"] = usage.model_dump() | (call.model_dump(mode="json", exclude_none=True) if call else {})
         await self.emit(ConversationStateUpdateEvent(key="usage", value=value), wait=False)
@@ -356,7 +358,7 @@ class ConversationHost:
         async def finish() -> None:
             await self._store.flush()  # as in set_status: the row never runs ahead of the stream
             child.record = await self._store.update_conversation(
-                child.conversation_id, subagent_status=status, result=result
+                child.conversation_id, held=child.record, subagent_status=status, result=result
             )
             await child.emit(
                 SubagentFinishedEvent(
