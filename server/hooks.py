@@ -1,7 +1,7 @@
 """Extension points. One ``Hooks`` per app (``app.state.hooks``); built-ins load through them.
 
 - ``tools``: tools a native agent may be given, by name.
-- ``subagent_sources``: functions that list sub-agent types for a workspace; later sources override earlier ones.
+- ``subagent_sources``: functions that list sub-agent types for a workspace; later sources override earlier ones. Called once per run of a tree (its ``task`` calls share what they gave) and for each ``GET /api/sub-agents``.
 - ``event_subscribers``: called with every published record (root events, and forwarded sub-agent events); must not block.
 - ``record_observers``: called with every stored record of every tree this server runs, sub-agents' included whatever ``OH_FORWARD_SUBAGENT_EVENTS`` says (traces, metrics); must not block.
 

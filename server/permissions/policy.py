@@ -90,3 +90,11 @@ def _from_names(names: Iterable[Any]) -> Approval:
 def approval_setting(value: Any) -> str | list[str]:
     """Validate a written policy and give it back in its written form (settings, specs)."""
     return parse_approval(value).spec()
+
+
+def agent_approval(own: Any, server_default: Any, parent: Approval | None) -> Approval:
+    """The policy an agent runs under: a sub-agent's is its parent's with its own added (it can
+    only ask for more approvals, never fewer); a root's is its own, else the server's."""
+    if parent is not None:
+        return parent.union(parse_approval(own))
+    return parse_approval(own if own is not None else server_default)

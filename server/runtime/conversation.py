@@ -29,8 +29,9 @@ from server.events import (
     Usage,
 )
 from server.events.ids import new_id
-from server.permissions.policy import Approval, parse_approval
+from server.permissions.policy import Approval, agent_approval
 from server.runtime.forwarding import RecordSink, TopicPublisher, forwarder, stamp
+from server.runtime.history import HISTORY_EVENTS
 from server.runtime.permissions import PermissionResolution, TreePermissions
 from server.runtime.work_state import last_state
 from server.settings import Settings
@@ -60,6 +61,7 @@ class ConversationHost:
         sink: RecordSink | None,
         backend_factory: BackendFactory,
         parent: ConversationHost | None = None,
+        new_stream: bool = False,  # its stream holds no event yet: every one is emitted through this host
     ) -> None:
         self.record = record
         self.conversation_id = record.id
@@ -87,7 +89,8 @@ class ConversationHost:
         self.cancel_pending = False
         """Cancelled before its run task existed: the task manager cancels it as it starts."""
         self._writes = asyncio.Lock()  # this conversation's multi-write changes, one at a time
-        self.approval: Approval = _approval_of(record.agent, settings, parent)
+        inherited = parent.approval if parent is not None else None
+        self.approval: Approval = agent_approval(record.agent.get("approval"), settings.approval, inherited)
         """Which of this agent's tool calls wait for a person: its parent's policy joined with
         its own spec's ``approval`` (a root without one takes ``OH_APPROVAL``)."""
         self.permissions: TreePermissions = (
@@ -95,6 +98,8 @@ class ConversationHost:
             else TreePermissions(self, store, record.root_id, timeout=settings.approval_timeout_s)
         )
         """The tree's waiting permission requests, shared by every host of the tree."""
+        self._known: list[Event] | None = [] if new_stream else None
+        self._failures = store.health.failures  # a write failing since: the stream may lack what it holds
 
     # -- identity -----------------------------------------------------------------------
 
@@ -131,25 +136,31 @@ class ConversationHost:
             if self._sink is not None:
                 self._sink(event_record(self.conversation_id, self.root_id, event))  # seq stays None
             return
-        if not wait:
-            self._store.submit(self.conversation_id, self.root_id, event, self._sink or self._publisher.observe)
-            await self._store.room()
-            return
-        # The store publishes it once durable, in seq order (see EventStore.append), even if
-        # this caller is cancelled while it waits.
-        # A sub-agent's record that is not published (forwarding off) still reaches the record
-        # observers (traces, metrics).
-        await self._store.append(self.conversation_id, self.root_id, event, self._sink or self._publisher.observe)
+        if self._known is not None and isinstance(event, HISTORY_EVENTS):
+            self._known.append(event)  # in the order the store is handed them: seq order
+        try:
+            if not wait:
+                self._store.submit(self.conversation_id, self.root_id, event, self._sink or self._publisher.observe)
+                await self._store.room()
+                return
+            # The store publishes it once durable, in seq order (see EventStore.append), even if this
+            # caller is cancelled while it waits. A sub-agent's record that is not published
+            # (forwarding off) still reaches the record observers (traces, metrics).
+            await self._store.append(self.conversation_id, self.root_id, event, self._sink or self._publisher.observe)
+        except BaseException:
+            self._known = None  # maybe not stored: the stream says what it holds
+            raise
+
+    def known_history(self) -> list[Event] | None:
+        """The events of this stream a native agent's history is made of, as reading it back gives
+        them, when this host began it and no write failed since (a sub-agent spawned now, a root
+        just created); else ``None``: read it. Given once, to the first backend built."""
+        known, self._known = self._known, None
+        return known if self._store.health.failures == self._failures else None
 
     async def request_permission(
-        self,
-        *,
-        tool_call_id: str,
-        tool_name: str,
-        title: str = "",
-        arguments: dict[str, Any] | None = None,
-        options: Sequence[PermissionOption] | None = None,
-        reason: str | None = None,
+        self, *, tool_call_id: str, tool_name: str, title: str = "", arguments: dict[str, Any] | None = None,
+        options: Sequence[PermissionOption] | None = None, reason: str | None = None,
     ) -> PermissionResolution:
         """Ask a person whether a tool call of this agent may run (see ``AgentHost``)."""
         return await self.permissions.ask(
@@ -161,6 +172,8 @@ class ConversationHost:
         """Record an already-stamped event in a stream of this tree that has no live host (a
         sub-agent of a run that died), publishing it as its own host would have."""
         own = conversation_id == self.conversation_id or self.settings.forward_subagent_events
+        if conversation_id == self.conversation_id:
+            self._known = None
         await self._store.append(
             conversation_id, self.root_id, event, self._publisher.publish if own else self._publisher.observe
         )
@@ -169,10 +182,6 @@ class ConversationHost:
     def last_seq(self) -> int:
         """The tree's highest ``seq`` stored through this process (see ``TopicPublisher``)."""
         return self._publisher.last_seq
-
-    async def emit_status_snapshot(self) -> None:
-        """Record the current status (a new conversation's first event: ``idle``)."""
-        await self.emit(ConversationStateUpdateEvent(key="status", value=self.record.status))
 
     async def set_status(self, status: str, reason: str | None = None) -> str | None:
         """Record ``status``: the row, then its event, whole (see the module docstring).
@@ -188,7 +197,9 @@ class ConversationHost:
         # stream before it is whole. The status event comes after, so a socket's first frame
         # never names a status its replay has not reached.
         await self._store.flush()
-        self.record = await self._store.update_conversation(self.conversation_id, status=status, status_reason=reason)
+        self.record = await self._store.update_conversation(
+            self.conversation_id, held=self.record, status=status, status_reason=reason
+        )
         event = ConversationStateUpdateEvent(key="status", value=status, reason=reason)
         await self.emit(event)
         return event.id
@@ -203,9 +214,9 @@ class ConversationHost:
         await self.whole(self._record_usage(usage, call))
 
     async def _record_usage(self, usage: Usage, call: LLMCall | None) -> None:
-        self.record = await self._store.update_conversation(
-            self.conversation_id, usage=self.record.usage + usage
-        )
+        # A live host is its record's one writer (recovery writes only rows no host holds): ``held``.
+        total = self.record.usage + usage
+        self.record = await self._store.update_conversation(self.conversation_id, held=self.record, usage=total)
         value = self.record.usage.model_dump()
         value["added"] = usage.model_dump() | (call.model_dump(mode="json", exclude_none=True) if call else {})
         await self.emit(ConversationStateUpdateEvent(key="usage", value=value), wait=False)
@@ -251,6 +262,7 @@ class ConversationHost:
     async def backend(self) -> AgentBackend:
         if self._backend is None:
             self._backend = await self._backend_factory(self)
+            self._known = None  # not kept for a backend that did not take it
         return self._backend
 
     async def close(self, reason: str = "the server stopped the run") -> None:
@@ -308,6 +320,7 @@ class ConversationHost:
             sink=forwarder(self._publisher, self.settings.forward_subagent_events),
             backend_factory=self._backend_factory,
             parent=self,
+            new_stream=managed,  # a peer's sub-agent never builds a backend: nothing to keep for
         )
         child.managed = managed
         # Findable (and so cancellable) from the moment its row can be read.
@@ -347,7 +360,7 @@ class ConversationHost:
         async def finish() -> None:
             await self._store.flush()  # as in set_status: the row never runs ahead of the stream
             child.record = await self._store.update_conversation(
-                child.conversation_id, subagent_status=status, result=result
+                child.conversation_id, held=child.record, subagent_status=status, result=result
             )
             await child.emit(
                 SubagentFinishedEvent(
@@ -378,11 +391,4 @@ class ConversationHost:
             if found is not None:
                 return found
         return None
-
-
-def _approval_of(agent: dict[str, Any], settings: Settings, parent: ConversationHost | None) -> Approval:
-    own = agent.get("approval")
-    if parent is not None:
-        return parent.approval.union(parse_approval(own))
-    return parse_approval(own if own is not None else settings.approval)
 

@@ -2,6 +2,8 @@
 
 Used when a conversation is resumed by a fresh process (after a restart, or a takeover by
 another replica): the stream is the truth, so the model sees exactly what it saw before.
+A host that began its stream itself keeps these events as it emits them instead
+(``ConversationHost.known_history``), so a new conversation's is not read back.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from typing import Iterable
 from server.events import ActionEvent, Event, MessageEvent, ObservationEvent
 from server.events.closing import INTERRUPTED
 from server.llm.base import ChatMessage, ToolCall
+
+HISTORY_EVENTS = (ActionEvent, ObservationEvent, MessageEvent)
+"""The kinds of event the history is made of (every other kind is skipped)."""
 
 
 def messages_from_events(events: Iterable[Event]) -> list[ChatMessage]:

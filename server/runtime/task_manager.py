@@ -9,6 +9,8 @@ the observation this module returns, which names the sub-agent by its determinis
 from __future__ import annotations
 
 import asyncio
+import weakref
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from server.errors import BackendError, StoreUnavailable
@@ -32,9 +34,24 @@ class TaskManager:
         self.settings = settings
         self.hooks = hooks
         self._run_child = run_child
+        self._types_of_run: weakref.WeakKeyDictionary[asyncio.Task[Any], dict[Path, dict[str, SubagentType]]] = (
+            weakref.WeakKeyDictionary()
+        )
+        """The types read for each root's current run, by workspace (dropped with the run's task)."""
 
-    def subagent_types(self, host: ConversationHost) -> dict[str, SubagentType]:
-        return self.hooks.subagent_types(host.workspace)
+    def subagent_types(self, host: ConversationHost, *, fresh: bool = False) -> dict[str, SubagentType]:
+        """The types a ``task`` call of ``host`` may name, read from the sources once per run of
+        its root (``fresh``: read again): reading them (a glob, a stat per type file) for every
+        call of a tree was 3-4 % of the server's loop with many trees. A file added or edited
+        between runs is seen by the next run; not during one (but see ``run_task``)."""
+        run = _root(host).task
+        if run is None or run.done():  # not under a run of its root: nothing to share it with
+            return self.hooks.subagent_types(host.workspace)
+        read = self._types_of_run.setdefault(run, {})
+        types = None if fresh else read.get(host.workspace)
+        if types is None:
+            types = read[host.workspace] = self.hooks.subagent_types(host.workspace)
+        return types
 
     async def run_task(
         self,
@@ -48,6 +65,11 @@ class TaskManager:
         """Run one sub-agent to its end; the result is what the parent model sees."""
         types = self.subagent_types(host)
         agent_type = types.get(subagent_type)
+        if agent_type is None:
+            # Maybe its file was added during this run (a person asking for it now): read again
+            # before saying it is unknown. Rare, so it costs what every call once did.
+            types = self.subagent_types(host, fresh=True)
+            agent_type = types.get(subagent_type)
         if agent_type is None:
             known = ", ".join(sorted(types)) or "(none)"
             return ToolResult(f"Unknown subagent_type {subagent_type!r}. Known types: {known}.", is_error=True)
@@ -125,6 +147,12 @@ def child_agent_spec(
     if not approval.never:
         spec["approval"] = approval.spec()
     return spec
+
+
+def _root(host: ConversationHost) -> ConversationHost:
+    while host.parent is not None:
+        host = host.parent
+    return host
 
 
 def _depth(host: ConversationHost) -> int:

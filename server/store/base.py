@@ -170,8 +170,13 @@ class ConversationStore(Protocol):
 
     async def create_conversation(self, record: ConversationRecord) -> None: ...
 
-    async def update_conversation(self, conversation_id: str, **fields: Any) -> ConversationRecord:
-        """Set ``fields`` and ``updated_at``; raises ``ConversationNotFound``."""
+    async def update_conversation(
+        self, conversation_id: str, *, held: ConversationRecord | None = None, **fields: Any
+    ) -> ConversationRecord:
+        """Set ``fields`` and ``updated_at``; returns the record as stored; raises
+        ``ConversationNotFound``. ``held``: the caller's copy of the record, which nothing but
+        it writes (a live host's own): a store may return it with the fields set rather than
+        read the record back."""
         ...
 
     async def get_conversation(self, conversation_id: str) -> ConversationRecord | None: ...

@@ -42,7 +42,12 @@ class PostgresConversationStore:
         if await self._db.write(lambda conn: conn.fetchval(_INSERT, *conversation_row(record))) is None:
             raise ValueError(f"conversation {record.id!r} already exists")
 
-    async def update_conversation(self, conversation_id: str, **fields: Any) -> ConversationRecord:
+    async def update_conversation(
+        self, conversation_id: str, *, held: ConversationRecord | None = None, **fields: Any
+    ) -> ConversationRecord:
+        """See ``ConversationStore.update_conversation``. ``held`` is not used: the whole JSON is
+        written, so it is read first (under a row lock), whoever else may have written it."""
+
         async def update(conn: asyncpg.Connection) -> ConversationRecord:
             json = await conn.fetchval("SELECT json FROM conversations WHERE id = $1 FOR UPDATE", conversation_id)
             if json is None:

@@ -107,6 +107,9 @@ class ConversationPatch:
     and ``updated_at``, as stored (``updated_at``) and as in the record's JSON."""
 
     fields: dict[str, str]
+    values: dict[str, Any]
+    """The fields as validated: what reading the record back would give."""
+    now: datetime
     status: str | None
     updated_at: str
     updated_at_json: str
@@ -124,15 +127,18 @@ def conversation_patch(fields: dict[str, Any], now: datetime) -> ConversationPat
     ``updated_conversation`` does, and pydantic's ``ValidationError`` for a bad value."""
     _check_settable(fields)
     texts: dict[str, str] = {}
+    values: dict[str, Any] = {}
     status = None
     for name, value in fields.items():
         adapter = _field_adapter(name)
-        valid = adapter.validate_python(value)
+        valid = values[name] = adapter.validate_python(value)
         texts[name] = adapter.dump_json(valid).decode()
         if name == "status":
             status = valid
     return ConversationPatch(
         fields=texts,
+        values=values,
+        now=now,
         status=status,
         updated_at=timestamp_text(now),
         updated_at_json=_field_adapter("updated_at").dump_json(now).decode(),

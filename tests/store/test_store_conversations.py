@@ -89,6 +89,25 @@ async def test_update_keeps_any_text_and_every_other_field_exactly(store: Store)
     assert cleared.title is None and cleared.result == HOSTILE_TEXT
 
 
+async def test_an_update_of_a_held_record_gives_what_reading_it_back_gives(store: Store) -> None:
+    # ``held``: the caller's own copy (a live host's), which a store may return with the
+    # fields set instead of parsing the stored record: equal, and stored all the same.
+    record = root(1).model_copy(update={"usage": Usage(input_tokens=5, llm_calls=1), "title": HOSTILE_TEXT})
+    await store.create_conversation(record)
+    held = await store.get_conversation(record.id)
+    usage = held.usage + Usage(output_tokens=7, llm_calls=1)
+    updated = await store.update_conversation(record.id, held=held, usage=usage, status="running")
+    assert updated == await store.get_conversation(record.id)
+    assert updated == record.model_copy(update={"usage": usage, "status": "running", "updated_at": updated.updated_at})
+    assert updated.updated_at > record.updated_at
+    assert updated.model_dump_json() == (await store.get_conversation(record.id)).model_dump_json()
+    with pytest.raises(ConversationNotFound):
+        await store.update_conversation("nope", held=held, status="running")
+    with pytest.raises(ValidationError):
+        await store.update_conversation(record.id, held=held, usage={"input_tokens": "many"})
+    assert await store.get_conversation(record.id) == updated
+
+
 async def test_update_refuses_a_bad_value_and_writes_nothing(store: Store) -> None:
     record = root(1)
     await store.create_conversation(record)

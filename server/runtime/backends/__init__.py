@@ -75,8 +75,10 @@ async def _native(
     llm_config = {k: v for k, v in (agent.get("llm") or {}).items() if v is not None}
     llm = make_llm(llm_config, host.settings)
     tool_names = agent.get("tools") or DEFAULT_TOOLS
-    # Resume from the stream: it already holds every user message delivered so far.
-    history = messages_from_events(await own_events(store, host))
+    # Resume from the stream: it already holds every user message delivered so far. A new
+    # stream (a sub-agent spawned now, a root just created) its host has all of: not read back.
+    events = host.known_history()
+    history = messages_from_events(events if events is not None else await own_events(store, host))
     host.take_user_messages()
     return NativeBackend(
         llm=llm,

@@ -48,7 +48,7 @@ class NativeBackend:
         self.llm = llm
         self.model = model
         self.tools = {tool.name: tool for tool in tools}
-        self.tool_specs = [spec_of(tool) for tool in tools]  # a JSON schema per tool: made once
+        self.tool_specs = [spec_of(tool) for tool in tools]  # made once per tool, shared: never changed
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
         self.tasks = tasks

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -66,23 +65,21 @@ class Tool(Protocol):
 
 
 def spec_of(tool: Tool) -> ToolSpec:
-    """The tool as the model is told about it (its schema a copy of its class's, so a caller
-    may change it)."""
-    # Parsed from the cached text: several times faster than ``copy.deepcopy``, and hundreds of
-    # sub-agents starting at once each need a copy of every tool's schema.
-    return ToolSpec(name=tool.name, description=tool.description, parameters=json.loads(_schema_of(tool.Arguments)))
+    """The tool as the model is told about it: one spec per tool (name, description, arguments
+    class), shared by every agent given it. Read it, never change it: the LLM clients only
+    serialise it (``tests/runtime/test_tool_specs.py`` holds them to that)."""
+    return _spec(tool.name, tool.description, tool.Arguments)
 
 
 @cache
-def _schema_of(arguments: type[BaseModel]) -> str:
-    """The JSON schema of an arguments class as JSON text, made once: pydantic takes about a
-    millisecond a tool to make it, and every agent (every sub-agent) needs the schemas of its
-    tools."""
+def _spec(name: str, description: str, arguments: type[BaseModel]) -> ToolSpec:
+    # Made once: pydantic takes about a millisecond a tool to make a schema, and even a copy
+    # of it for each agent was 2 % of the loop with hundreds of sub-agents starting at once.
     schema = arguments.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
-    return json.dumps(schema)
+    return ToolSpec(name=name, description=description, parameters=schema)
 
 
 def parse_arguments(tool: Tool, arguments: dict[str, Any]) -> BaseModel:
