@@ -99,6 +99,21 @@ async def test_an_agent_acts_on_its_answer_only_once_the_request_in_flight_is_an
         await wait_for_status(server.client, cid, {"finished"})
 
 
+async def test_a_new_run_asks_its_model_only_once_the_request_in_flight_is_answered(tmp_path: Path) -> None:
+    # Its start is a step too: the POST that started it is answered (201, running) first.
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        gate = server.runtime.requests_first
+        gate.max_wait = gate.max_hold = 3600
+        held = gate.arrive()
+        info = await create(server, agent=scripted_agent(THINK_THEN_FINISH), initial_message="Go.")
+        assert info["status"] == "running"
+        await wait_until(lambda: gate.waits >= 1, timeout=60, what="the run's start to wait")
+        assert (await server.client.get(f"/api/conversations/{info['id']}")).json()["usage"]["llm_calls"] == 0
+        held()
+        done = await wait_for_status(server.client, info["id"], {"finished"})
+        assert done["usage"]["llm_calls"] == 2
+
+
 async def test_a_run_interrupted_while_its_step_waits_ends_paused_with_nothing_left_open(tmp_path: Path) -> None:
     async with taskwire_server(isolated_settings(tmp_path)) as server:
         gate = server.runtime.requests_first
