@@ -9,11 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from server.errors import LLMError
 from server.llm.anthropic import AnthropicLLM
 from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec
 from server.llm.openai import OpenAILLM
 from server.llm.scripted import ScriptedLLM
+from server.llm.sse import shared_client
 from server.resources import CONFIG_DIR
 from server.settings import Settings
 
@@ -28,13 +31,15 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "make_llm",
+    "shared_client",
 ]
 
 
-def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
+def make_llm(config: dict[str, Any] | None, settings: Settings, http: httpx.AsyncClient | None = None) -> LLM:
     """The LLM for ``config`` (``{"api", "model", "base_url", "api_key", "script", "pace"}``,
     any of them omitted). Raises ``LLMError`` for an unknown ``api`` or a scripted model without a
-    usable script."""
+    usable script. ``http``: the server's client for model calls (``shared_client``), which the
+    model leaves open; without it an HTTP model makes its own."""
     merged = settings.llm_defaults()
     merged.update({k: v for k, v in (config or {}).items() if v is not None})
     api = merged.get("api")
@@ -54,6 +59,7 @@ def make_llm(config: dict[str, Any] | None, settings: Settings) -> LLM:
             base_url=merged.get("base_url"),
             api_key=merged.get("api_key"),
             timeout=float(merged.get("timeout") or settings.llm_timeout),
+            http=http,
         )
     raise LLMError(f"unknown LLM api {api!r}; expected openai, anthropic or scripted")
 

@@ -71,7 +71,10 @@ class SSEChatClient:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
+        http: httpx.AsyncClient | None = None,
     ) -> None:
+        """``http``: a client shared with other agents (``shared_client``), left open by
+        ``aclose``; without it the model gets a client of its own."""
         self.model = model
         self.url = f"{(base_url or self.default_base_url).rstrip('/')}{self.path}"
         self._headers = {
@@ -79,7 +82,9 @@ class SSEChatClient:
             "accept": "text/event-stream",
             **self.auth_headers(api_key),
         }
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(timeout))
+        self._timeout = httpx.Timeout(timeout)
+        self._owned = http is None
+        self._client = http if http is not None else httpx.AsyncClient(timeout=self._timeout)
 
     def auth_headers(self, api_key: str | None) -> dict[str, str]:
         """Headers that carry ``api_key`` (and any the API requires on every call)."""
@@ -96,7 +101,7 @@ class SSEChatClient:
     async def complete(self, request: LLMRequest, on_delta: OnDelta | None = None) -> LLMResponse:
         stream = self.new_stream()
         body = self.request_body(request)
-        async with aclosing(stream_events(self._client, self.url, body, self._headers)) as events:
+        async with aclosing(stream_events(self._client, self.url, body, self._headers, self._timeout)) as events:
             async for event in events:
                 try:
                     delta = stream.feed(event)
@@ -109,7 +114,17 @@ class SSEChatClient:
         return stream.response()
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._owned:
+            await self._client.aclose()
+
+
+def shared_client(timeout: float = 120.0) -> httpx.AsyncClient:
+    """One client for every agent's model calls on a server: a new ``httpx.AsyncClient`` builds
+    an SSL context (about 40 ms of CPU here), which made each agent's start cost more than all
+    its model calls; shared, connections to the model are reused across agents too. No bound on
+    connections (as one client per agent had none); an idle one closes after httpx's 5 s."""
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    return httpx.AsyncClient(timeout=httpx.Timeout(timeout), limits=limits)
 
 
 def encode_body(body: dict[str, Any]) -> bytes:
@@ -119,11 +134,14 @@ def encode_body(body: dict[str, Any]) -> bytes:
 
 
 async def stream_events(
-    client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]
+    client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str],
+    timeout: httpx.Timeout | None = None,
 ) -> AsyncIterator[SSEvent]:
-    """POST ``body`` to ``url`` and yield the answer's events as they arrive."""
+    """POST ``body`` to ``url`` and yield the answer's events as they arrive (``timeout``: this
+    call's, else the client's)."""
     try:
-        async with client.stream("POST", url, content=encode_body(body), headers=headers) as response:
+        chosen = timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT
+        async with client.stream("POST", url, content=encode_body(body), headers=headers, timeout=chosen) as response:
             if response.status_code >= 300:
                 raw = await response.aread()
                 raise LLMError(

@@ -17,6 +17,7 @@ from server.bus import Bus
 from server.errors import BadRequest, Conflict, ConversationNotFound, SubagentNotFound
 from server.events import ConversationStateUpdateEvent, Event, MessageEvent
 from server.events.ids import new_id
+from server.llm import shared_client
 from server.runtime.answering import PermissionCommands
 from server.runtime.backends import build_backend
 from server.runtime.conversation import ConversationHost
@@ -50,6 +51,8 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
         self.tasks = TaskManager(settings, hooks, self.drive)
         self.requests_first = RequestsFirst()
         """The API's unanswered requests, which agent steps give way to."""
+        self.llm_http = shared_client(settings.llm_timeout)
+        """The one HTTP client every native agent's model calls go through (closed by ``close``)."""
         self._roots: dict[str, ConversationHost] = {}
         self._lock = asyncio.Lock()
         self._sweeper: asyncio.Task[None] | None = None
@@ -117,6 +120,7 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
             await host.close()
         self._roots.clear()
         await self.ownership.close()
+        await self.llm_http.aclose()
 
     # -- conversations --------------------------------------------------------------------
 
@@ -213,7 +217,9 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
             settings=self.settings,
             publisher=publisher,
             sink=publisher.publish,
-            backend_factory=lambda h: build_backend(h, self.store, self.tasks, self.hooks, self.requests_first),
+            backend_factory=lambda h: build_backend(
+                h, self.store, self.tasks, self.hooks, self.requests_first, self.llm_http
+            ),
             new_stream=not last_seq,  # a tree with no event yet (just created): its host sees them all
         )
 

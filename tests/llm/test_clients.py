@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from server.errors import LLMError
 from server.llm.base import ChatMessage, LLMRequest, ToolCall, ToolSpec
-from server.llm.sse import encode_body
+from server.llm.sse import encode_body, shared_client
 from tests.llm.conftest import http_client, serve_mock
 from tests.servers import serve_app
 
@@ -213,6 +213,25 @@ async def test_slow_answer_past_the_timeout_is_llm_error(dialect: str, tmp_path:
         with pytest.raises(LLMError, match="timed out"):
             await llm.complete(ask("hi"))
         await llm.aclose()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_models_sharing_the_servers_client_keep_their_own_timeout_and_leave_it_open(
+    dialect: str, tmp_path: Path
+) -> None:
+    shared = shared_client(timeout=30)
+    try:
+        async with serve_mock(one_lane({"text": "late", "delay": 1}), tmp_path / "log.jsonl") as mock:
+            hasty, patient = mock.client(dialect, timeout=0.2, http=shared), mock.client(dialect, http=shared)
+            with pytest.raises(LLMError, match="timed out"):
+                await hasty.complete(ask("hi"))
+            await hasty.aclose()  # a model closing leaves the server's client to the others
+            assert not shared.is_closed
+            assert (await patient.complete(ask("hi"))).text == "late"
+            await patient.aclose()
+            assert not shared.is_closed
+    finally:
+        await shared.aclose()
 
 
 BROKEN_STREAMS = {

@@ -18,6 +18,8 @@ from server.specs import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS
 from server.store import EventQuery, Store
 
 if TYPE_CHECKING:
+    import httpx
+
     from server.hooks import Hooks
     from server.runtime.conversation import ConversationHost
     from server.runtime.task_manager import TaskManager
@@ -26,14 +28,16 @@ __all__ = ["AgentBackend", "AgentHost", "build_backend"]
 
 
 async def build_backend(
-    host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks, requests_first: RequestsFirst | None = None
+    host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks, requests_first: RequestsFirst | None = None,
+    llm_http: httpx.AsyncClient | None = None,
 ) -> AgentBackend:
     """The backend named by ``host.record.agent``, primed with what the conversation already
-    holds; a native agent's steps give way to the API's requests (``requests_first``)."""
+    holds; a native agent's steps give way to the API's requests (``requests_first``), and its
+    model calls go through the server's one client (``llm_http``)."""
     agent = host.record.agent
     kind = agent.get("kind", "native")
     if kind == "native":
-        return await _native(host, store, tasks, hooks, requests_first)
+        return await _native(host, store, tasks, hooks, requests_first, llm_http)
     if kind == "acp":
         acp = await _imported("server.runtime.backends.acp")
         return acp.ACPBackend.from_spec(agent, host)
@@ -69,11 +73,12 @@ async def _imported(name: str) -> ModuleType:
 
 
 async def _native(
-    host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks, requests_first: RequestsFirst | None
+    host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks, requests_first: RequestsFirst | None,
+    llm_http: httpx.AsyncClient | None,
 ) -> NativeBackend:
     agent = host.record.agent
     llm_config = {k: v for k, v in (agent.get("llm") or {}).items() if v is not None}
-    llm = make_llm(llm_config, host.settings)
+    llm = make_llm(llm_config, host.settings, llm_http)
     tool_names = agent.get("tools") or DEFAULT_TOOLS
     # Resume from the stream: it already holds every user message delivered so far. A new
     # stream (a sub-agent spawned now, a root just created) its host has all of: not read back.
