@@ -100,10 +100,9 @@ async def one_tree(http: aiohttp.ClientSession, ws_url: str, agent: dict[str, An
     raise RuntimeError(f"the socket on {url} closed before the run ended")
 
 
-async def client(url: str, ws_url: str, count: int, script: str) -> None:
-    """``--client``: say ``ready``, wait for ``go`` on stdin, run ``count`` trees at once, print
-    one JSON line of their times."""
-    agent = {"kind": "native", "llm": {"api": "scripted", "script": script}, "max_iterations": 1000}
+async def client(url: str, ws_url: str, count: int, agent: dict[str, Any]) -> None:
+    """``--client``: say ``ready``, wait for ``go`` on stdin, run ``count`` trees of ``agent`` at
+    once, print one JSON line of their times."""
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(url, connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as http:
         print("ready", flush=True)
@@ -112,11 +111,11 @@ async def client(url: str, ws_url: str, count: int, script: str) -> None:
     print(json.dumps(trees), flush=True)
 
 
-async def clients(server: ServerProcess, size: int, script_path: Path, processes: int) -> list[dict[str, float]]:
+async def clients(server: ServerProcess, size: int, agent_path: Path, processes: int) -> list[dict[str, float]]:
     shares = [size // processes + (1 if n < size % processes else 0) for n in range(processes)]
     procs = [
         await asyncio.create_subprocess_exec(
-            sys.executable, str(Path(__file__)), "--client", server.url, server.ws_url, str(share), str(script_path),
+            sys.executable, str(Path(__file__)), "--client", server.url, server.ws_url, str(share), str(agent_path),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 30,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
@@ -141,9 +140,13 @@ async def clients(server: ServerProcess, size: int, script_path: Path, processes
 
 # -- the probe: the API's other requests while the trees run ------------------------------------
 
-PROBES = ("page", "message", "get")
+PROBES = ("page", "message", "get", "answer")
 """What the probe asks, in turn: a page of a conversation's events, a message sent to it (``run:
-false``: queued, nothing runs), the conversation itself."""
+false``: queued, nothing runs), the conversation itself; and the answer to a permission request
+of a second conversation, whose agent asks before every ``think`` (when one is waiting)."""
+ASKING = json.dumps({"lanes": [{"name": "main", "turns": [
+    {"tool_calls": [{"name": "think", "arguments": {"thought": f"step {n}"}}]} for n in range(5000)
+]}]})
 
 
 async def probe(url: str, stop: asyncio.Event, every: float = 0.1) -> dict[str, list[float]]:
@@ -153,15 +156,25 @@ async def probe(url: str, stop: asyncio.Event, every: float = 0.1) -> dict[str, 
     async with aiohttp.ClientSession(url) as http:
         async with http.post("/api/conversations", json={"initial_message": "Hold on.", "run": False}) as response:
             conversation = (await response.json())["id"]
+        asking_agent = {"kind": "native", "llm": {"api": "scripted", "script": ASKING}, "approval": ["think"], "max_iterations": 10_000}
+        async with http.post("/api/conversations", json={"agent": asking_agent, "initial_message": "Ask.", "run": True}) as response:
+            asker = (await response.json())["id"]
         requests = {
             "page": lambda: http.get(f"/api/conversations/{conversation}/events/search", params={"limit": "20"}),
             "message": lambda: http.post(f"/api/conversations/{conversation}/events", json={"content": "More.", "run": False}),
             "get": lambda: http.get(f"/api/conversations/{conversation}"),
         }
         while not stop.is_set():
+            async with http.get(f"/api/conversations/{asker}/permissions") as response:
+                waiting = await response.json()
+            if waiting:  # else its agent is between two asks
+                answer = f"/api/conversations/{asker}/permissions/{waiting[0]['request_id']}"
+                requests["answer"] = lambda: http.post(answer, json={"decision": "allow"})
             for name in PROBES:
+                if name not in requests:
+                    continue
                 sent = time.perf_counter()
-                async with requests[name]() as response:
+                async with (requests.pop(name) if name == "answer" else requests[name])() as response:
                     await response.read()
                     response.raise_for_status()
                 times[name].append((time.perf_counter() - sent) * 1000)
@@ -199,13 +212,27 @@ def top_frames(path: Path, count: int = 12) -> list[tuple[str, float]]:
     return [(frame, n / max(total, 1)) for frame, n in own.most_common(count)]
 
 
-async def run_one(folder: Path, size: int, delay: float, steps: int, processes: int, profile: Path | None) -> dict[str, Any]:
+async def run_one(
+    folder: Path, size: int, delay: float, steps: int, processes: int, profile: Path | None, llm: str = "scripted"
+) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     env = replica_env(folder, f"sqlite:///{folder}/taskwire.db", None)
     env.update(OH_MAX_PARALLEL_SUBAGENTS=str(SUBAGENTS * max(size, 1)))  # no tree waits for another's slot
     server = ServerProcess("server", folder, env)
-    script_path = folder / "script.json"
+    script_path, agent_path = folder / "script.json", folder / "agent.json"
     script_path.write_text(tree_script(steps, delay))
+    model = None
+    if llm == "http":  # the same script served over HTTP (OpenAI's dialect) by `taskwire mock-llm`
+        port = free_port()
+        model = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "server.cli", "mock-llm", "--script", str(script_path), "--port", str(port),
+            cwd=ROOT, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )
+        await answers(f"http://127.0.0.1:{port}/health")
+        spec = {"api": "openai", "model": "mock", "base_url": f"http://127.0.0.1:{port}/v1", "api_key": "bench"}
+    else:
+        spec = {"api": "scripted", "script": script_path.read_text()}
+    agent_path.write_text(json.dumps({"kind": "native", "llm": spec, "max_iterations": 1000}))
     profiler = None
     try:
         await server.start()
@@ -218,7 +245,7 @@ async def run_one(folder: Path, size: int, delay: float, steps: int, processes: 
             profiler = await asyncio.create_subprocess_exec(
                 str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "--rate", "100", "-o", str(profile / f"n{size}-d{delay}.txt"),
                 "-p", str(server.process.pid), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-        trees, loaded = await probed(server.url, clients(server, size, script_path, processes))
+        trees, loaded = await probed(server.url, clients(server, size, agent_path, processes))
         cpu = cpu_seconds(server) - cpu_before
         after = await scrape(server)
         rss_end, rss_peak = rss_mb(server), peak_rss_mb(server)
@@ -227,10 +254,13 @@ async def run_one(folder: Path, size: int, delay: float, steps: int, processes: 
         await server.client.aclose()
         if profiler is not None:
             await profiler.wait()
+        if model is not None:
+            model.terminate()
+            await model.wait()
     stored = after.get("taskwire_events_appended_total", 0) - before.get("taskwire_events_appended_total", 0)
     calls = size * model_calls(steps)
     return {
-        "trees": size, "delay": delay, "ok": sum(1 for t in trees if t.get("ok")),
+        "trees": size, "delay": delay, "llm": llm, "ok": sum(1 for t in trees if t.get("ok")),
         "created_p50": pick([t["created"] for t in trees], 0.5), "created_p99": pick([t["created"] for t in trees], 0.99),
         "frame_p50": pick([t["first_frame"] for t in trees], 0.5),
         "sub_p50": pick([t["first_subagent"] for t in trees if "first_subagent" in t], 0.5),
@@ -241,6 +271,17 @@ async def run_one(folder: Path, size: int, delay: float, steps: int, processes: 
         "profile": top_frames(profile / f"n{size}-d{delay}.txt") if profile is not None else [],
         "probe": {name: (pick(loaded[name], 0.5), pick(loaded[name], 0.99), pick(idle[name], 0.5)) for name in PROBES},
     }
+
+
+async def answers(url: str) -> None:
+    async with httpx.AsyncClient() as http:
+        for _ in range(400):
+            try:
+                await http.get(url)
+                return
+            except httpx.TransportError:
+                await asyncio.sleep(0.05)
+    raise RuntimeError(f"nothing answered at {url}")
 
 
 class BareServer:
@@ -260,14 +301,7 @@ class BareServer:
                 sys.executable, "-m", "uvicorn", "bench.bare_api:app", "--port", str(self.port), "--log-level", "warning",
                 "--ws", "websockets-sansio", cwd=ROOT, stdout=log, stderr=asyncio.subprocess.STDOUT,
             )
-        async with httpx.AsyncClient() as http:
-            for _ in range(200):
-                try:
-                    await http.post(f"{self.url}/api/conversations", json={})
-                    return
-                except httpx.TransportError:
-                    await asyncio.sleep(0.05)
-        raise RuntimeError(f"the bare server did not answer ({self.log_path})")
+        await answers(f"{self.url}/sockets")  # any answer (a 404) will do
 
     async def stop(self) -> None:
         if self.process is not None and self.process.returncode is None:
@@ -279,11 +313,11 @@ async def run_bare(folder: Path, size: int, processes: int) -> dict[str, Any]:
     """The same N trees' clients against ``BareServer``: POST -> 201 and the socket's frames."""
     folder.mkdir(parents=True, exist_ok=True)
     server = BareServer(folder)
-    script_path = folder / "script.json"
-    script_path.write_text("{}")
+    agent_path = folder / "agent.json"
+    agent_path.write_text("{}")
     try:
         await server.start()
-        trees = await clients(server, size, script_path, processes)  # type: ignore[arg-type]
+        trees = await clients(server, size, agent_path, processes)  # type: ignore[arg-type]
     finally:
         await server.stop()
     return {
@@ -310,8 +344,8 @@ def table_of(rows: list[dict[str, Any]], title: str) -> Table:
 
 async def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--client":
-        url, ws_url, count, script_path = sys.argv[2:6]
-        await client(url, ws_url, int(count), Path(script_path).read_text())
+        url, ws_url, count, agent_path = sys.argv[2:6]
+        await client(url, ws_url, int(count), json.loads(Path(agent_path).read_text()))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,10,50,200,500", help="numbers of trees started together, one run each")
@@ -320,6 +354,8 @@ async def main() -> None:
     parser.add_argument("--clients", type=int, default=2, help="client processes the trees are spread over")
     parser.add_argument("--profile", type=Path, help="record the server with py-spy into this folder")
     parser.add_argument("--no-ceiling", dest="ceiling", action="store_false", help="skip the bare server's run")
+    parser.add_argument("--llm", choices=("scripted", "http"), default="scripted",
+                        help="the model: scripted in the server, or the same script over HTTP from `taskwire mock-llm`")
     args = parser.parse_args()
     console = Console(width=max(200, Console().width))
     console.log(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()}, "
@@ -329,10 +365,10 @@ async def main() -> None:
         for delay in [float(d) for d in args.delays.split(",") if d]:
             for size in [int(s) for s in args.sizes.split(",") if s]:
                 console.log(f"{size} trees, model {delay} s")
-                rows.append(await run_one(Path(tmp) / f"n{size}-d{delay}", size, delay, args.steps, args.clients, args.profile))
+                rows.append(await run_one(Path(tmp) / f"n{size}-d{delay}", size, delay, args.steps, args.clients, args.profile, args.llm))
                 for frame, share in rows[-1]["profile"]:
                     console.log(f"  {share:6.1%}  {frame}")
-    console.print(table_of(rows, "live under load: N trees started together (SQLite, one server)"))
+    console.print(table_of(rows, f"live under load: N trees started together (SQLite, one server, model {args.llm})"))
     table = Table(title="the API's other requests meanwhile, one at a time every 0.1 s (idle: the same server before the trees)")
     for column in ("N", "model s", *(f"{name} p50 / p99 ms (idle p50)" for name in PROBES)):
         table.add_column(column, justify="right")
