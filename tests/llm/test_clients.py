@@ -308,3 +308,68 @@ async def test_non_json_error_answer_keeps_the_servers_text(dialect: str) -> Non
         with pytest.raises(LLMError, match="HTTP 502: gateway says no"):
             await llm.complete(ask("hi"))
         await llm.aclose()
+
+
+ANSWERS = {
+    "openai": [
+        'data: {"id":"x","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n',
+        'data: {"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+        "data: [DONE]\n\n",
+    ],
+    "anthropic": [
+        'event: message_start\ndata: {"type":"message_start","message":{"id":"m","usage":{}}}\n\n',
+        'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        '"content_block":{"type":"text","text":""}}\n\n',
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        '"delta":{"type":"text_delta","text":"hi"}}\n\n',
+        'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{}}\n\n',
+        'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+    ],
+}
+
+
+def answering_app(frames: list[str], seen_ports: list[int], then: Any = None) -> Starlette:
+    """A model that answers ``frames`` (then, if given, whatever ``then()`` yields), noting the
+    client port of every call (one port: one connection, reused)."""
+
+    async def answer(request: Request) -> Response:
+        seen_ports.append(request.scope["client"][1])
+
+        async def body() -> Any:
+            for frame in frames:
+                yield frame.encode()
+            if then is not None:
+                async for more in then():
+                    yield more
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/messages", answer, methods=["POST"]),
+                             Route("/v1/chat/completions", answer, methods=["POST"])])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_calls_one_after_another_reuse_one_connection(dialect: str) -> None:
+    # An answer read only to its end marker left its response unread and closed the connection:
+    # every call opened a new one (a TLS handshake each, against a real provider).
+    ports: list[int] = []
+    async with serve_app(answering_app(ANSWERS[dialect], ports)) as url:
+        llm = http_client(dialect, url)
+        for _ in range(3):
+            assert (await llm.complete(ask("hi"))).text == "hi"
+        await llm.aclose()
+    assert len(ports) == 3 and len(set(ports)) == 1
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_server_streaming_on_past_the_answers_end_is_cut_off(dialect: str) -> None:
+    async def forever() -> Any:
+        while True:
+            yield b": keep-alive\n\ndata: {}\n\n"
+            await asyncio.sleep(0.001)
+
+    ports: list[int] = []
+    async with serve_app(answering_app(ANSWERS[dialect], ports, then=forever)) as url:
+        llm = http_client(dialect, url, timeout=30)
+        assert (await asyncio.wait_for(llm.complete(ask("hi")), 60)).text == "hi"
+        await llm.aclose()
