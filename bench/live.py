@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -145,8 +146,10 @@ PROBES = ("page", "message", "get", "answer")
 false``: queued, nothing runs), the conversation itself; and the answer to a permission request
 of a second conversation, whose agent asks before every ``think`` (when one is waiting)."""
 ASKING = json.dumps({"lanes": [{"name": "main", "turns": [
-    {"tool_calls": [{"name": "think", "arguments": {"thought": f"step {n}"}}]} for n in range(5000)
+    {"tool_calls": [{"name": "think", "arguments": {"thought": f"step {n}"}}]} for n in range(200)
 ]}]})
+"""200 asks, then it finishes and the probe starts another (a long script inline would make the
+asker's record, rewritten after every model call, a large one)."""
 
 
 async def probe(url: str, stop: asyncio.Event, every: float = 0.1) -> dict[str, list[float]]:
@@ -156,9 +159,13 @@ async def probe(url: str, stop: asyncio.Event, every: float = 0.1) -> dict[str, 
     async with aiohttp.ClientSession(url) as http:
         async with http.post("/api/conversations", json={"initial_message": "Hold on.", "run": False}) as response:
             conversation = (await response.json())["id"]
-        asking_agent = {"kind": "native", "llm": {"api": "scripted", "script": ASKING}, "approval": ["think"], "max_iterations": 10_000}
-        async with http.post("/api/conversations", json={"agent": asking_agent, "initial_message": "Ask.", "run": True}) as response:
-            asker = (await response.json())["id"]
+        asking_agent = {"kind": "native", "llm": {"api": "scripted", "script": ASKING}, "approval": ["think"], "max_iterations": 1000}
+
+        async def new_asker() -> str:
+            async with http.post("/api/conversations", json={"agent": asking_agent, "initial_message": "Ask.", "run": True}) as response:
+                return (await response.json())["id"]
+
+        asker = await new_asker()
         requests = {
             "page": lambda: http.get(f"/api/conversations/{conversation}/events/search", params={"limit": "20"}),
             "message": lambda: http.post(f"/api/conversations/{conversation}/events", json={"content": "More.", "run": False}),
@@ -167,9 +174,13 @@ async def probe(url: str, stop: asyncio.Event, every: float = 0.1) -> dict[str, 
         while not stop.is_set():
             async with http.get(f"/api/conversations/{asker}/permissions") as response:
                 waiting = await response.json()
-            if waiting:  # else its agent is between two asks
+            if waiting:  # else its agent is between two asks, or done
                 answer = f"/api/conversations/{asker}/permissions/{waiting[0]['request_id']}"
                 requests["answer"] = lambda: http.post(answer, json={"decision": "allow"})
+            else:
+                async with http.get(f"/api/conversations/{asker}") as response:
+                    if (await response.json())["status"] != "running":
+                        asker = await new_asker()
             for name in PROBES:
                 if name not in requests:
                     continue
@@ -240,6 +251,7 @@ async def run_one(
         _, idle = await probed(server.url, asyncio.sleep(2))  # the same requests on the idle server
         before = await scrape(server)
         cpu_before = cpu_seconds(server)
+        model_before = cpu_seconds(SimpleNamespace(process=model)) if model is not None else 0.0  # type: ignore[arg-type]
         if profile is not None:
             profile.mkdir(parents=True, exist_ok=True)
             profiler = await asyncio.create_subprocess_exec(
@@ -247,6 +259,7 @@ async def run_one(
                 "-p", str(server.process.pid), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
         trees, loaded = await probed(server.url, clients(server, size, agent_path, processes))
         cpu = cpu_seconds(server) - cpu_before
+        model_cpu = cpu_seconds(SimpleNamespace(process=model)) - model_before if model is not None else None  # type: ignore[arg-type]
         after = await scrape(server)
         rss_end, rss_peak = rss_mb(server), peak_rss_mb(server)
     finally:
@@ -267,6 +280,7 @@ async def run_one(
         "sub_p99": pick([t["first_subagent"] for t in trees if "first_subagent" in t], 0.99),
         "end_p50": pick([t["end"] for t in trees], 0.5), "floor": delay * (2 + steps + 1) * 1000,
         "cpu_per_call": cpu * 1000 / calls, "cpu_per_event": cpu * 1000 / max(stored, 1),
+        "model_cpu_per_call": model_cpu * 1000 / calls if model_cpu is not None else None,
         "rss_end": rss_end, "rss_peak": rss_peak, "load": os.getloadavg(),
         "profile": top_frames(profile / f"n{size}-d{delay}.txt") if profile is not None else [],
         "probe": {name: (pick(loaded[name], 0.5), pick(loaded[name], 0.99), pick(idle[name], 0.5)) for name in PROBES},
@@ -336,7 +350,8 @@ def table_of(rows: list[dict[str, Any]], title: str) -> Table:
         table.add_row(
             str(r["trees"]), f"{r['delay']:g}", f"{r['ok']}/{r['trees']}", f"{r['created_p50']:,.0f} / {r['created_p99']:,.0f}",
             f"{r['frame_p50']:,.0f}", f"{r['sub_p50']:,.0f} / {r['sub_p99']:,.0f}", f"{r['end_p50']:,.0f} ({r['floor']:,.0f})",
-            f"{r['cpu_per_call']:.2f}", f"{r['cpu_per_event']:.3f}", f"{r['rss_end']:.0f} / {r['rss_peak']:.0f}",
+            f"{r['cpu_per_call']:.2f}" + (f" (model {r['model_cpu_per_call']:.2f})" if r.get("model_cpu_per_call") else ""),
+            f"{r['cpu_per_event']:.3f}", f"{r['rss_end']:.0f} / {r['rss_peak']:.0f}",
             f"{r['load'][0]:.1f} / {r['load'][1]:.1f}",
         )
     return table
