@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -50,6 +51,14 @@ def alive(pids: set[int]) -> set[int]:
     return left
 
 
+def serve_env(folder: Path, **settings: str) -> dict[str, str]:
+    """This process's environment without any ``OH_`` or ``OTEL_`` setting, no settings file,
+    and ``settings`` on top."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OH_", "OTEL_"))}
+    env.update({"OH_CONFIG_FILE": str(folder / "none.toml"), **settings})
+    return env
+
+
 class GroupServer:
     """``taskwire serve`` leading a session of its own, as a shell's job would."""
 
@@ -76,6 +85,18 @@ class GroupServer:
             return (await self.client.get("/alive")).status_code == 200
         except httpx.TransportError:
             return False
+
+    async def start_conversation(self, agent: dict[str, Any], message: str) -> str:
+        """Create a conversation of ``agent`` working on ``message``; its id."""
+        response = await self.client.post("/api/conversations", json={"agent": agent, "initial_message": message})
+        assert response.status_code == 201, response.text
+        return response.json()["id"]
+
+    async def has_events(self, conversation_id: str, kind: str) -> bool:
+        """Whether the conversation's stream holds an event of ``kind`` yet."""
+        params = {"kind": kind}
+        page = (await self.client.get(f"/api/conversations/{conversation_id}/events/search", params=params)).json()
+        return bool(page["items"])
 
     def descendants(self) -> set[int]:
         assert self.process is not None
@@ -107,6 +128,14 @@ class GroupServer:
 def stopped_cleanly(status: int, sig: signal.Signals) -> bool:
     """Exit 0, or death by the signal itself (uvicorn re-raises the signal it caught)."""
     return status in (0, -sig, 128 + sig)
+
+
+def assert_stopped_cleanly(server: GroupServer, status: int, sig: signal.Signals, children: set[int]) -> None:
+    """The server exited as ``sig`` asks, printed nothing alarming, and left none of ``children``."""
+    log = server.log()
+    assert stopped_cleanly(status, sig), (status, log)
+    assert_quiet(log)
+    assert not alive(children), f"left behind: {alive(children)}"
 
 
 def assert_quiet(log: str) -> None:

@@ -4,14 +4,13 @@ process group of its own, is ended by the server's shutdown, not left behind."""
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.group_stop import GroupServer, alive, assert_quiet, stopped_cleanly
+from tests.group_stop import GroupServer, assert_stopped_cleanly, serve_env
 from tests.services import wait_until
 
 FAKE_AGENT = Path(__file__).resolve().parent / "fake_agent.py"
@@ -20,20 +19,14 @@ FAKE_AGENT = Path(__file__).resolve().parent / "fake_agent.py"
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 async def test_group_signal_stops_the_server_and_ends_its_acp_peer(tmp_path: Path, sig: signal.Signals) -> None:
     pid_file = tmp_path / "agent.pid"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OH_", "OTEL_"))}
-    env.update({"OH_TRACING": "false", "OH_CONFIG_FILE": str(tmp_path / "none.toml"), "FAKE_AGENT_PID_FILE": str(pid_file)})
-    server = GroupServer(tmp_path, env)
+    server = GroupServer(tmp_path, serve_env(tmp_path, OH_TRACING="false", FAKE_AGENT_PID_FILE=str(pid_file)))
     await server.start()
     try:
         agent = {"kind": "acp", "command": sys.executable, "args": [str(FAKE_AGENT)], "startup_timeout": 60}
-        response = await server.client.post("/api/conversations", json={"agent": agent, "initial_message": "hang"})
-        assert response.status_code == 201, response.text
-        conversation_id = response.json()["id"]
+        conversation_id = await server.start_conversation(agent, "hang")
 
         async def peer_mid_turn() -> bool:
-            params = {"kind": "ACPToolCallEvent"}
-            page = (await server.client.get(f"/api/conversations/{conversation_id}/events/search", params=params)).json()
-            return bool(page["items"]) and pid_file.exists()
+            return await server.has_events(conversation_id, "ACPToolCallEvent") and pid_file.exists()
 
         await wait_until(peer_mid_turn, timeout=60, what="the ACP peer's running calls")
         peer = int(pid_file.read_text())
@@ -42,7 +35,4 @@ async def test_group_signal_stops_the_server_and_ends_its_acp_peer(tmp_path: Pat
         status = await server.signal_group(sig)
     finally:
         await server.end()
-    log = server.log()
-    assert stopped_cleanly(status, sig), (status, log)
-    assert_quiet(log)
-    assert not alive(children), f"left behind: {alive(children)}"
+    assert_stopped_cleanly(server, status, sig, children)

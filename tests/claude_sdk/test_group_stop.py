@@ -5,14 +5,13 @@ traceback, and no Claude Code process outlives it."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 from pathlib import Path
 
 import pytest
 
 from tests.claude_sdk.real_claude import claude_agent, mock_llm, need_claude_code
-from tests.group_stop import GroupServer, alive, assert_quiet, stopped_cleanly
+from tests.group_stop import GroupServer, assert_stopped_cleanly, serve_env
 from tests.services import wait_until
 
 SCRIPT = """\
@@ -32,14 +31,10 @@ async def test_group_signal_stops_the_server_and_ends_claude_code(tmp_path: Path
     script.write_text(SCRIPT)
     requests = tmp_path / "requests.jsonl"
     async with mock_llm(script, requests) as mock:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OH_", "OTEL_"))}
-        env.update({"OH_TRACING": "false", "OH_CONFIG_FILE": str(tmp_path / "none.toml")})
-        server = GroupServer(tmp_path, env)
+        server = GroupServer(tmp_path, serve_env(tmp_path, OH_TRACING="false"))
         await server.start()
         try:
-            agent = claude_agent(mock, tmp_path / "home")
-            response = await server.client.post("/api/conversations", json={"agent": agent, "initial_message": "go"})
-            assert response.status_code == 201, response.text
+            await server.start_conversation(claude_agent(mock, tmp_path / "home"), "go")
 
             async def asked_the_model() -> bool:
                 lines = requests.read_text().splitlines() if requests.exists() else []
@@ -51,7 +46,4 @@ async def test_group_signal_stops_the_server_and_ends_claude_code(tmp_path: Path
             status = await server.signal_group(sig)
         finally:
             await server.end()
-    log = server.log()
-    assert stopped_cleanly(status, sig), (status, log)
-    assert_quiet(log)
-    assert not alive(children), f"left behind: {alive(children)}"
+    assert_stopped_cleanly(server, status, sig, children)
