@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from server.llm.mock_server import create_mock_app
+from tests.openhands.helpers import drivers
 from tests.servers import serve_app
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,17 +47,6 @@ def script(subagents: int, steps: int) -> dict[str, Any]:
                                             "subagent_type": "general-purpose"}} for i in range(subagents)]
     lanes.append({"name": "main", "turns": [{"tool_calls": calls}, {"tool_calls": [{"name": "finish", "arguments": {"message": "all done"}}]}]})
     return {"strict": True, "lanes": lanes, "usage": {"input_tokens": 10, "output_tokens": 5}}
-
-
-def driver_pids() -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and b"openhands/driver.py" in (entry / "cmdline").read_bytes():
-                found.add(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -76,7 +66,7 @@ async def run(kind: str, folder: Path, subagents: int, steps: int) -> dict[str, 
                                      openhands_python=str(OPENHANDS_PYTHON))
         cpu0 = time.process_time()
         children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        before, rss = driver_pids(), 0.0
+        before, rss = drivers(), 0.0
         async with taskwire_server(settings) as server:
             if kind == "openhands":
                 agent = {"kind": "openhands", "tool_concurrency_limit": subagents, "max_iterations": 1000,
@@ -94,12 +84,12 @@ async def run(kind: str, folder: Path, subagents: int, steps: int) -> dict[str, 
                     frame = json.loads(await ws.recv())
                     frames.append((time.time(), frame))
                     if kind == "openhands" and not rss:
-                        for pid in driver_pids() - before:
+                        for pid in drivers() - before:
                             rss = max(rss, peak_rss_mb(pid))
                     if frame.get("key") == "status" and "subagent_id" not in frame and frame.get("value") in ("finished", "error"):
                         break
                 wall = time.perf_counter() - started
-            for pid in driver_pids() - before:
+            for pid in drivers() - before:
                 rss = max(rss, peak_rss_mb(pid))
             entries = await server.runtime.store.list_subagents(record.id) if hasattr(server.runtime.store, "list_subagents") else []
             stored = await server.runtime.store.last_seq(record.id)

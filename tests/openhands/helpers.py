@@ -44,3 +44,15 @@ async def openhands_server(tmp_path: Path, script: str, **settings: Any) -> Asyn
         values = isolated_settings(tmp_path, **{"openhands_python": python, **settings})
         async with taskwire_server(values) as server:
             yield Setup(server, mock_url, log, workspace_with_reviewer(tmp_path / "ws"))
+
+
+def drivers() -> set[int]:
+    """The pids of every OpenHands driver process running on the machine, read from /proc."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"openhands/driver.py" in (entry / "cmdline").read_bytes():
+                found.add(int(entry.name))
+        except OSError:
+            continue
+    return found

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from server.llm.mock_server import create_mock_app
-from tests.openhands.helpers import SCRIPTS
+from tests.openhands.helpers import SCRIPTS, drivers
 from tests.servers import REPO, ServerProcess, serve_app
 from tests.services import need_openhands, wait_until
 from tests.telemetry.otlp_receiver import OTLPReceiver
@@ -46,17 +46,6 @@ async def test_openhands_tree_is_traced_like_a_native_one(tmp_path: Path) -> Non
             await server.client.aclose()
     assert len(entries) == 2
     check_tree(receiver.spans, conversation_id, entries)
-
-
-def drivers() -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and b"openhands/driver.py" in (entry / "cmdline").read_bytes():
-                found.add(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 async def test_ctrl_c_to_the_process_group_stops_the_driver_with_the_server(tmp_path: Path) -> None:

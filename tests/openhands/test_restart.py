@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from server.llm.mock_server import create_mock_app
-from tests.openhands.helpers import SCRIPTS, workspace_with_reviewer
-from tests.openhands.test_process import drivers
+from tests.openhands.helpers import SCRIPTS, drivers, workspace_with_reviewer
 from tests.servers import ServerProcess, isolated_settings, serve_app, taskwire_server
 from tests.services import need_openhands, wait_until
 
