@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 OPTIONS = [
     {"optionId": "yes-once", "name": "Yes", "kind": "allow_once"},
@@ -56,23 +56,31 @@ def turn(session_id: str, calls: int, received: Any) -> None:
                             "rawOutput": "ok"})
 
 
+def serve(session_id: str, prompt: Callable[[dict[str, Any]], bool]) -> None:
+    """Answer JSON-RPC requests on stdio until stdin closes: ``initialize``, ``session/new``
+    (``session_id``), and ``session/prompt`` by ``prompt(request)``, which returns False once
+    stdin closed under it."""
+    while (request := read()) is not None:
+        method, rid = request.get("method"), request.get("id")
+        if rid is None or method is None:
+            continue
+        if method == "initialize":
+            result: dict[str, Any] = {"protocolVersion": 1, "agentCapabilities": {}}
+        elif method == "session/new":
+            result = {"sessionId": session_id}
+        elif method == "session/prompt":
+            if not prompt(request):
+                return
+            result = {"stopReason": "end_turn"}
+        else:
+            result = {}
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
+
+
 def main() -> None:
     calls, path = int(sys.argv[1]), sys.argv[2]
     with open(path, "a") as received:
-        while (request := read()) is not None:
-            method, rid = request.get("method"), request.get("id")
-            if rid is None or method is None:
-                continue
-            if method == "initialize":
-                result: dict[str, Any] = {"protocolVersion": 1, "agentCapabilities": {}}
-            elif method == "session/new":
-                result = {"sessionId": "bench"}
-            elif method == "session/prompt":
-                turn(request["params"]["sessionId"], calls, received)
-                result = {"stopReason": "end_turn"}
-            else:
-                result = {}
-            send({"jsonrpc": "2.0", "id": rid, "result": result})
+        serve("bench", lambda request: turn(request["params"]["sessionId"], calls, received) or True)
 
 
 if __name__ == "__main__":

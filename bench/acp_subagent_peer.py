@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from acp_permission_peer import read, send, update  # the same bare JSON-RPC over stdio
+from acp_permission_peer import read, serve, update  # the same bare JSON-RPC over stdio
 
 ROOT = "bench-root"
 
@@ -58,22 +58,7 @@ def round_(n: int) -> bool:
 
 def main() -> None:
     rounds = int(sys.argv[1])
-    while (request := read()) is not None:
-        method, rid = request.get("method"), request.get("id")
-        if rid is None or method is None:
-            continue
-        if method == "initialize":
-            result: dict[str, Any] = {"protocolVersion": 1, "agentCapabilities": {}}
-        elif method == "session/new":
-            result = {"sessionId": ROOT}
-        elif method == "session/prompt":
-            for n in range(rounds):
-                if not round_(n):
-                    return
-            result = {"stopReason": "end_turn"}
-        else:
-            result = {}
-        send({"jsonrpc": "2.0", "id": rid, "result": result})
+    serve(ROOT, lambda request: all(round_(n) for n in range(rounds)))
 
 
 if __name__ == "__main__":
