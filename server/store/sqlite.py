@@ -14,7 +14,7 @@ from typing import Any, Callable, Coroutine, Sequence, TypeVar
 import aiosqlite
 
 from server.events import Event, EventRecord
-from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
+from server.store.base import MAX_PAGE, ConversationRecord, EventPage, EventQuery, SortOrder
 from server.store.filters import Window, count_sql, counted_sql
 from server.store.group_commit import GroupCommit, OnStored
 from server.store.health import StoreHealth
@@ -66,8 +66,11 @@ class SQLiteStore(SQLiteConversationStore):
         await self._commit.close()
         await self._db.close()
 
-    def _created_tree(self, root_id: str) -> None:
-        self._commit.new_tree(root_id)
+    async def create_conversation(self, record: ConversationRecord) -> None:
+        """See ``SQLiteConversationStore.create_conversation``."""
+        await super().create_conversation(record)
+        if record.is_root:  # deleting a tree deletes its events with its rows: this one has none
+            self._commit.new_tree(record.root_id)
 
     @property
     def health(self) -> StoreHealth:

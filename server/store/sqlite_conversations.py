@@ -48,11 +48,6 @@ class SQLiteConversationStore:
         # busy server makes thousands a second, and each holds the write lock).
         if not await self._db.write_statement(_INSERT, conversation_row(record)):
             raise ValueError(f"conversation {record.id!r} already exists")
-        if record.is_root:  # deleting a tree deletes its events with its rows: this one has none
-            self._created_tree(record.root_id)
-
-    def _created_tree(self, root_id: str) -> None:
-        """Told of a root just stored (``SQLiteStore`` tells its event numbering)."""
 
     async def update_conversation(
         self, conversation_id: str, *, held: ConversationRecord | None = None, **fields: Any
