@@ -4,12 +4,13 @@ FROM python:3.11-slim
 
 WORKDIR /app
 COPY pyproject.toml setup.py README.md ./
+COPY taskwire-client ./taskwire-client
 COPY server ./server
 # Built-in sub-agent types, plugins and demo scripts: the package carries them (setup.py maps
 # config/ and plugins/ in), so they come before the install; ./config/taskwire.toml is read too.
 COPY config ./config
 COPY plugins ./plugins
-RUN pip install --no-cache-dir . && useradd --create-home --uid 1000 taskwire \
+RUN pip install --no-cache-dir ./taskwire-client . && useradd --create-home --uid 1000 taskwire \
     && mkdir -p /data/workspace && chown taskwire /data/workspace
 
 USER taskwire

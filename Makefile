@@ -23,16 +23,18 @@ COMPAT_PYTHONS := 3.12 3.13
 COMPAT_TESTS ?= tests/api --ignore=tests/api/test_openapi.py tests/bus tests/store/test_sqlite_store.py tests/store/test_postgres_store.py \
 	tests/store/test_store_append.py tests/acp/test_backend.py tests/claude_sdk/test_recorded_two_subagents.py
 
-.PHONY: $(COMPAT_PYTHONS:%=test-py%) run test bench bench-peers setup peers clients acp-client agui-client phoenix openhands services browser clean
+DIST ?= dist
+
+.PHONY: $(COMPAT_PYTHONS:%=test-py%) dist run test bench bench-peers setup peers clients acp-client agui-client phoenix openhands services browser clean
 
 setup: $(VENV_STAMP)
 
 # Quiet unless it fails: the installer's output goes to .venv/install.log, shown on failure.
-$(VENV_STAMP): pyproject.toml
+$(VENV_STAMP): pyproject.toml setup.py taskwire-client/pyproject.toml
 	@echo "setting up .venv (first run, or pyproject.toml changed; about a minute)…"
 	@test -x $(PY) || { $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' && $(PYTHON) -m venv $(VENV); } \
 		|| { echo "cannot create .venv: taskwire needs Python >= 3.11 with venv (this is $$($(PYTHON) --version 2>&1); set PYTHON=...)"; exit 1; }
-	@PIP_DISABLE_PIP_VERSION_CHECK=1 $(PY) -m pip install --upgrade pip -e '.[test]' > $(VENV)/install.log 2>&1 \
+	@PIP_DISABLE_PIP_VERSION_CHECK=1 $(PY) -m pip install --upgrade pip -e ./taskwire-client -e '.[test]' > $(VENV)/install.log 2>&1 \
 		|| { cat $(VENV)/install.log; echo "installing into .venv failed (log above, also in $(VENV)/install.log)"; exit 1; }
 	@touch $@
 
@@ -73,6 +75,10 @@ services:
 browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: browser tests will skip"
 
+# Every distribution of the repository, wheel and sdist, into $(DIST): taskwire, taskwire-client.
+dist: setup
+	@scripts/dist.sh $(DIST)
+
 run: setup
 	@OH_FORWARD_SUBAGENT_EVENTS=$${OH_FORWARD_SUBAGENT_EVENTS:-true} \
 	OH_LLM_API=$${OH_LLM_API:-scripted} \
@@ -102,4 +108,4 @@ bench-peers: setup
 	$(if $(filter langgraph,$(PEERS)),$(PY) bench/peers/langgraph.py $(BENCH_LANGGRAPH_ARGS))
 
 clean:
-	rm -rf $(VENV) $(COMPAT_PYTHONS:%=.venv-py%) $(PHOENIX_VENV) $(OPENHANDS_VENV) bench/peers/.venv-openhands bench/peers/.venv-langgraph peers/node_modules clients/*/node_modules workspace .pytest_cache
+	rm -rf $(DIST) $(VENV) $(COMPAT_PYTHONS:%=.venv-py%) $(PHOENIX_VENV) $(OPENHANDS_VENV) bench/peers/.venv-openhands bench/peers/.venv-langgraph peers/node_modules clients/*/node_modules workspace .pytest_cache

@@ -1,13 +1,19 @@
-"""Maps the repository's config/ and plugins/ folders into the package as ``server.bundled.*``.
+"""Installs the folder ``server/`` as the package ``taskwire``, with the repository's ``config/``
+and ``plugins/`` folders inside it as ``taskwire.bundled.*``.
 
-Everything else is in pyproject.toml; only this mapping needs code, to join the found packages
-(``server*``) with the mapped folders and their subfolders (listed, or setuptools warns they
-would be left out).
+Everything else is in pyproject.toml; only this mapping needs code. The folder keeps the name the
+project was laid out with (DESIGN.md, and the tools that read ``server/``); what is installed is
+named ``taskwire``, so nothing generic lands at the top of a user's environment. Subfolders are
+listed (setuptools warns of a data folder left out otherwise); ``plugins/openhands-agent-server``
+is a distribution of its own (``taskwire-openhands``) and stays out of this one.
 """
 
 from setuptools import find_namespace_packages, find_packages, setup
 
-BUNDLED = {"server.bundled.config": "config", "server.bundled.plugins": "plugins"}
+PACKAGE_DIR = {"taskwire": "server", "taskwire.bundled.config": "config", "taskwire.bundled.plugins": "plugins"}
 
-mapped = [f"{name}.{sub}" for name, folder in BUNDLED.items() for sub in find_namespace_packages(where=folder)]
-setup(packages=[*find_packages(include=["server*"]), *BUNDLED, *mapped], package_dir=BUNDLED)
+packages = ["taskwire", *(f"taskwire.{name}" for name in find_packages(where="server"))]
+for name, folder in list(PACKAGE_DIR.items())[1:]:
+    packages.append(name)
+    packages += [f"{name}.{sub}" for sub in find_namespace_packages(where=folder, exclude=["openhands-agent-server*"])]
+setup(packages=packages, package_dir=PACKAGE_DIR)

@@ -45,7 +45,7 @@ async def acp_load(folder: Path, db: Path, root_id: str, capabilities: dict | No
     env.update(OH_DATABASE_URL=f"sqlite:///{db}", OH_WORKSPACE_PATH=str(folder / "acp"), OH_FORWARD_SUBAGENT_EVENTS="true",
                OH_CONFIG_FILE=str(folder / "none.toml"), OH_IDLE_UNLOAD_SECONDS="0")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server.cli", "acp", "--log-level", "WARNING", cwd=ROOT, env=env,
+        sys.executable, "-m", "taskwire.cli", "acp", "--log-level", "WARNING", cwd=ROOT, env=env,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=64 * 1024 * 1024,
     )
     assert process.stdin is not None and process.stdout is not None

@@ -67,7 +67,7 @@ async def through_the_editor(folder: Path, calls: int) -> tuple[dict[str, list[f
                OH_FORWARD_SUBAGENT_EVENTS="true", OH_IDLE_UNLOAD_SECONDS="0")
     agent = {"kind": "native", "approval": ["think"], "max_iterations": calls + 10,
              "llm": {"api": "scripted", "script": script(calls)}}
-    async with spawn_agent_process(editor, sys.executable, "-m", "server.cli", "acp", "--log-level", "WARNING",
+    async with spawn_agent_process(editor, sys.executable, "-m", "taskwire.cli", "acp", "--log-level", "WARNING",
                                    env=env, cwd=ROOT, transport_kwargs={"limit": 64 * 1024 * 1024}) as (conn, _process):
         await conn.initialize(protocol_version=PROTOCOL_VERSION)
         session = await conn.new_session(cwd=str(folder / "project"), mcp_servers=[], taskwire={"agent": agent})

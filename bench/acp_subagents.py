@@ -35,8 +35,8 @@ from permissions import quantiles
 from rich.console import Console
 from rich.table import Table
 
-from server.acp.child_sessions import ChildSessions
-from server.acp.mapping import Emit, SessionMapper
+from taskwire.acp.child_sessions import ChildSessions
+from taskwire.acp.mapping import Emit, SessionMapper
 
 PEER = ROOT / "bench" / "acp_subagent_peer.py"
 SESSION = "bench-root"

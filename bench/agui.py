@@ -28,10 +28,10 @@ from replay import load
 from rich.console import Console
 from rich.table import Table
 
-from server.agui import AguiProjection, SubagentInfo, encode_frames
-from server.events import ConversationStateUpdateEvent
-from server.store import EventQuery
-from server.store.sqlite import SQLiteStore
+from taskwire.agui import AguiProjection, SubagentInfo, encode_frames
+from taskwire.events import ConversationStateUpdateEvent
+from taskwire.store import EventQuery
+from taskwire.store.sqlite import SQLiteStore
 
 
 async def end_the_run(db: Path, root_id: str) -> None:
@@ -79,7 +79,7 @@ async def measure(folder: Path, db: Path, root_id: str, count: int, rounds: int)
     env = {**os.environ, "OH_DATABASE_URL": f"sqlite:///{db}", "OH_WORKSPACE_PATH": str(folder / "ws"),
            "OH_FORWARD_SUBAGENT_EVENTS": "true", "PYTHONPATH": str(ROOT)}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server.cli", "serve", "--port", str(port), env=env,
+        sys.executable, "-m", "taskwire.cli", "serve", "--port", str(port), env=env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"

@@ -20,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from server.events import ActionEvent, ConversationStateUpdateEvent, Event, MessageEvent, ObservationEvent  # noqa: E402
-from server.store.rows import event_record  # noqa: E402
-from server.telemetry.chat_history import MAX_HISTORY_CHARS  # noqa: E402
-from server.telemetry.span_builder import SpanBuilder  # noqa: E402
+from taskwire.events import ActionEvent, ConversationStateUpdateEvent, Event, MessageEvent, ObservationEvent  # noqa: E402
+from taskwire.store.rows import event_record  # noqa: E402
+from taskwire.telemetry.chat_history import MAX_HISTORY_CHARS  # noqa: E402
+from taskwire.telemetry.span_builder import SpanBuilder  # noqa: E402
 
 
 def usage(response_id: str) -> ConversationStateUpdateEvent:

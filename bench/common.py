@@ -57,7 +57,7 @@ class SocketClient:
 
 async def paced_emit(emit: Any, count: int, rate: float) -> None:
     """Emit ``count`` small tool events at about ``rate`` per second through ``emit``."""
-    from server.events import ActionEvent
+    from taskwire.events import ActionEvent
 
     loop = asyncio.get_running_loop()
     start = loop.time()

@@ -26,7 +26,7 @@ from common import SocketClient, isolated_settings, paced_emit, taskwire_server
 from rich.console import Console
 from rich.table import Table
 
-from server.events import ActionEvent
+from taskwire.events import ActionEvent
 
 
 async def bare_ceiling(count: int, frame: str) -> dict:

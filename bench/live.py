@@ -236,7 +236,7 @@ async def run_one(
     if llm == "http":  # the same script served over HTTP (OpenAI's dialect) by `taskwire mock-llm`
         port = free_port()
         model = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "server.cli", "mock-llm", "--script", str(script_path), "--port", str(port),
+            sys.executable, "-m", "taskwire.cli", "mock-llm", "--script", str(script_path), "--port", str(port),
             cwd=ROOT, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         )
         await answers(f"http://127.0.0.1:{port}/health")

@@ -29,7 +29,7 @@ from common import isolated_settings, taskwire_server
 from rich.console import Console
 from rich.table import Table
 
-from server.llm.mock_server import create_mock_app
+from taskwire.llm.mock_server import create_mock_app
 from tests.openhands.helpers import drivers
 from tests.servers import serve_app
 

@@ -27,9 +27,9 @@ from common import ROOT, SocketClient
 from rich.console import Console
 from rich.table import Table
 
-from server.events import ActionEvent, ObservationEvent, SubagentFinishedEvent, SubagentStartedEvent
-from server.store import ConversationRecord
-from server.store.sqlite import SQLiteStore
+from taskwire.events import ActionEvent, ObservationEvent, SubagentFinishedEvent, SubagentStartedEvent
+from taskwire.store import ConversationRecord
+from taskwire.store.sqlite import SQLiteStore
 
 SUBAGENTS = 8
 
@@ -103,7 +103,7 @@ async def measure_server(folder: Path, db: Path, root_id: str, count: int) -> di
            "OH_FORWARD_SUBAGENT_EVENTS": "true", "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server.cli", "serve", "--port", str(port), env=env,
+        sys.executable, "-m", "taskwire.cli", "serve", "--port", str(port), env=env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"

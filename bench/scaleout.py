@@ -38,8 +38,8 @@ from rich.console import Console
 from rich.table import Table
 from store import ROOT, SUBAGENTS, latency, load
 
-from server.store import Store, open_store
-from server.store.base import EventQuery
+from taskwire.store import Store, open_store
+from taskwire.store.base import EventQuery
 
 POSTGRES = os.environ.get("TASKWIRE_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS = os.environ.get("TASKWIRE_BENCH_REDIS", "redis://127.0.0.1:6379/0")
@@ -111,7 +111,7 @@ class ReplicaProcess:
                    OH_WORKSPACE_PATH=str(folder / "b"), OH_WS_QUEUE_SIZE="1000000",
                    OH_CONFIG_FILE=str(folder / "none.toml"))
         self.log = (folder / "replica-b.log").open("wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "taskwire.cli", "serve", "--port", str(port)],
                                      cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
     async def wait_ready(self) -> None:

@@ -33,12 +33,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-import server.store.rows as rows
-from server.events import ACPToolCallEvent, ActionEvent, Event, MessageEvent, ObservationEvent
-from server.store import Store, open_store
-from server.store.base import EventQuery
-from server.store.filters import like_pattern
-from server.store.sqlite_schema import MIGRATIONS, statements
+import taskwire.store.rows as rows
+from taskwire.events import ACPToolCallEvent, ActionEvent, Event, MessageEvent, ObservationEvent
+from taskwire.store import Store, open_store
+from taskwire.store.base import EventQuery
+from taskwire.store.filters import like_pattern
+from taskwire.store.sqlite_schema import MIGRATIONS, statements
 
 ROOT = "bench-root"
 SUBAGENTS = [f"bench-sub-{n}" for n in range(10)]

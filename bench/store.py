@@ -29,7 +29,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from server.events import (
+from taskwire.events import (
     ACPToolCallEvent,
     ActionEvent,
     ConversationStateUpdateEvent,
@@ -37,10 +37,10 @@ from server.events import (
     MessageEvent,
     ObservationEvent,
 )
-from server.store.base import ConversationRecord, EventQuery
-from server.store.rows import event_record
-from server.store.sqlite import SQLiteStore
-from server.store.sqlite_schema import MIGRATIONS
+from taskwire.store.base import ConversationRecord, EventQuery
+from taskwire.store.rows import event_record
+from taskwire.store.sqlite import SQLiteStore
+from taskwire.store.sqlite_schema import MIGRATIONS
 
 ROOT = "bench-root"
 SUBAGENTS = [f"bench-sub-{n}" for n in range(10)]

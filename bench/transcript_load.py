@@ -24,7 +24,7 @@ from common import isolated_settings, taskwire_server
 from rich.console import Console
 from rich.table import Table
 
-from server.claude_sdk.transcript import load_transcript
+from taskwire.claude_sdk.transcript import load_transcript
 from tests.claude_sdk.large_transcript import padded_transcript
 from tests.servers import wait_for_status
 

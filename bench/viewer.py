@@ -27,7 +27,7 @@ from common import isolated_settings, taskwire_server
 from rich.console import Console
 from rich.table import Table
 
-from server.events import ActionEvent, MessageEvent, ObservationEvent
+from taskwire.events import ActionEvent, MessageEvent, ObservationEvent
 
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

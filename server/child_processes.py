@@ -72,11 +72,11 @@ def ignore_stop_signals() -> None:
 def in_own_group(command: list[str]) -> list[str]:
     """``command`` run through this module, which gives it a session (and process group) of
     its own before it runs: for a child a library starts, without ``start_new_session``."""
-    return [sys.executable, "-m", "server.child_processes", *command]
+    return [sys.executable, "-m", __name__, *command]
 
 
 def main(argv: list[str]) -> None:
-    """``python -m server.child_processes COMMAND...``: COMMAND in a new session, same pid."""
+    """``python -m taskwire.child_processes COMMAND...``: COMMAND in a new session, same pid."""
     os.setsid()
     os.execvp(argv[0], argv)
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from server.runtime.agent_types import SubagentType, builtin_sources
-from server.runtime.forwarding import RecordSink
-from server.runtime.tools import BUILTIN_TOOLS, Tool
-from server.settings import Settings
+from .runtime.agent_types import SubagentType, builtin_sources
+from .runtime.forwarding import RecordSink
+from .runtime.tools import BUILTIN_TOOLS, Tool
+from .settings import Settings
 
 SubagentSource = Callable[[Path | None], Iterable[SubagentType]]
 """Given a conversation's workspace (or ``None``), the sub-agent types it contributes."""

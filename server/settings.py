@@ -19,9 +19,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from server.permissions.policy import approval_setting
-from server.resources import DEFAULT_CONFIG_FILE as BUNDLED_CONFIG_FILE
-from server.resources import bundled_file
+from .permissions.policy import approval_setting
+from .resources import DEFAULT_CONFIG_FILE as BUNDLED_CONFIG_FILE
+from .resources import bundled_file
 
 DEFAULT_CONFIG_FILE = "config/taskwire.toml"
 DEFAULT_TOOL_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "USER", "SHELL")

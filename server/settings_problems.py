@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import SettingsError
 
-from server.settings import Settings
+from .settings import Settings
 
 _FIELD = re.compile(r'field "([a-z_]+)"')
 

@@ -72,7 +72,7 @@ class GroupServer:
     async def start(self) -> None:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "server.cli", "serve", "--port", str(self.port)],
+                [sys.executable, "-m", "taskwire.cli", "serve", "--port", str(self.port)],
                 cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
         await wait_until(self._answers, timeout=START_TIMEOUT, what=f"the server to answer ({self.log()})")

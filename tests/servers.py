@@ -17,9 +17,9 @@ from typing import Any, AsyncIterator
 import httpx
 import uvicorn
 
-from server.api.app import create_app
-from server.api.serving import uvicorn_config
-from server.settings import Settings
+from taskwire.api.app import create_app
+from taskwire.api.serving import uvicorn_config
+from taskwire.settings import Settings
 from tests.services import free_port, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
@@ -138,7 +138,7 @@ class ServerProcess:
     async def start(self) -> None:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "server.cli", "serve", "--port", str(self.port)],
+                [sys.executable, "-m", "taskwire.cli", "serve", "--port", str(self.port)],
                 cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             )
         await wait_until(self._answers, timeout=START_TIMEOUT, what=f"replica {self.name} to answer ({self.log()})")

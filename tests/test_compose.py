@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from server.settings import Settings
+from taskwire.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 

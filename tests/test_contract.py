@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import uuid
 
-from server.events import EVENT_KINDS
-from server.runtime.tools import BUILTIN_TOOLS
-from server.settings import Settings
+from taskwire.events import EVENT_KINDS
+from taskwire.runtime.tools import BUILTIN_TOOLS
+from taskwire.settings import Settings
 
 BASE_FIELDS = {"id", "kind", "timestamp", "source", "seq", "parent_tool_use_id", "subagent_id"}
 
@@ -62,7 +62,7 @@ def test_event_kinds_and_fields_are_pinned() -> None:
 def test_permission_options_and_outcomes_are_pinned() -> None:
     from typing import get_args
 
-    from server.events.models import PermissionOption, PermissionOptionKind, PermissionOutcome
+    from taskwire_client.events import PermissionOption, PermissionOptionKind, PermissionOutcome
 
     assert set(PermissionOption.model_fields) == PERMISSION_OPTION_FIELDS
     assert set(get_args(PermissionOptionKind)) == PERMISSION_OPTION_KINDS

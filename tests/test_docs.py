@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import server.hooks
-from server.events import EVENT_KINDS
-from server.settings import Settings
-from server.stream.close_codes import CloseCode
+import taskwire.hooks
+from taskwire.events import EVENT_KINDS
+from taskwire.settings import Settings
+from taskwire_client.close_codes import CloseCode
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -44,10 +44,10 @@ def test_every_close_code_is_in_the_api_page() -> None:
 
 
 def test_every_hook_is_documented() -> None:
-    doc = server.hooks.__doc__ or ""
-    missing = [hook for hook in server.hooks.HOOKS if f"``{hook}``" not in doc]
+    doc = taskwire.hooks.__doc__ or ""
+    missing = [hook for hook in taskwire.hooks.HOOKS if f"``{hook}``" not in doc]
     assert not missing, f"document these hooks in server/hooks.py: {missing}"
-    assert set(server.hooks.HOOKS) == set(server.hooks.Hooks.__dataclass_fields__)
+    assert set(taskwire.hooks.HOOKS) == set(taskwire.hooks.Hooks.__dataclass_fields__)
 
 
 def test_the_readme_fits_the_first_ten_minutes() -> None:

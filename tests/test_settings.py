@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from server.api.app import create_app
-from server.resources import CONFIG_DIR
-from server.settings import Settings
+from taskwire.api.app import create_app
+from taskwire.resources import CONFIG_DIR
+from taskwire.settings import Settings
 
 
 def test_environment_wins_over_the_toml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -98,7 +98,7 @@ def taskwire_server(db: Path, folder: Path) -> tuple[list[str], dict[str, str], 
     port = free_port()
     env = {**os.environ, "OH_DATABASE_URL": f"sqlite:///{db}", "OH_WORKSPACE_PATH": str(folder / "ws"),
            "PYTHONPATH": str(ROOT)}
-    return [sys.executable, "-m", "server.cli", "serve", "--port", str(port)], env, port
+    return [sys.executable, "-m", "taskwire.cli", "serve", "--port", str(port)], env, port
 
 
 def peer_environment() -> dict[str, str]:
@@ -117,7 +117,7 @@ def mock_llm(script: Path) -> tuple[list[str], dict[str, str], int]:
     """argv, environment and port of ``taskwire mock-llm`` serving ``script``."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return [sys.executable, "-m", "server.cli", "mock-llm", "--script", str(script), "--port", str(port)], env, port
+    return [sys.executable, "-m", "taskwire.cli", "mock-llm", "--script", str(script), "--port", str(port)], env, port
 
 
 def langgraph_server(python: Path, app: Path, model_url: str, jobs: int) -> tuple[list[str], dict[str, str], int]:

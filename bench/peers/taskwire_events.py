@@ -14,9 +14,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workload import item  # noqa: E402
 
-from server.events import ActionEvent, Event, MessageEvent, ObservationEvent  # noqa: E402
-from server.store import ConversationRecord  # noqa: E402
-from server.store.sqlite import SQLiteStore  # noqa: E402
+from taskwire.events import ActionEvent, Event, MessageEvent, ObservationEvent  # noqa: E402
+from taskwire.store import ConversationRecord  # noqa: E402
+from taskwire.store.sqlite import SQLiteStore  # noqa: E402
 
 CONVERSATION_ID = "peers-bench"
 BATCH = 5_000  # appends in flight at once

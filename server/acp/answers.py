@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from acp.schema import AllowedOutcome, DeniedOutcome, PermissionOption, RequestPermissionResponse
 
-from server.acp.peer_permissions import policy_answer
+from .peer_permissions import policy_answer
 
 PermissionPolicy = Literal["allow", "deny", "ask"]
 

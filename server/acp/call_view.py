@@ -13,7 +13,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from acp.schema import ContentToolCallContent, FileEditToolCallContent, ToolKind
 
-from server.acp.toolcalls import text_block, text_of
+from .toolcalls import text_block, text_of
 
 ACP_KINDS = frozenset(get_args(ToolKind))
 """The ``kind`` values ACP v1 knows; anything else is sent as ``other``."""

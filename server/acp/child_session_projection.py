@@ -32,9 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from server.acp.call_view import AGENT_TOOL_NAME
-from server.acp.toolcalls import TERMINAL
-from server.acp.updates import Ask, Output, RunEnded, Settled, Update
+from .call_view import AGENT_TOOL_NAME
+from .toolcalls import TERMINAL
+from .updates import Ask, Output, RunEnded, Settled, Update
 
 END_REASONS = {"completed": "end_turn", "cancelled": "cancelled", "error": "error"}
 """A ``SubagentFinishedEvent`` status as the idle state's ``stopReason``."""

@@ -26,8 +26,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from server.acp.mapping import Action, SessionMapper, StartSubagent, SubagentWorkState
-from server.acp.toolcalls import parent_of, text_of
+from .mapping import Action, SessionMapper, StartSubagent, SubagentWorkState
+from .toolcalls import parent_of, text_of
 
 log = logging.getLogger(__name__)
 

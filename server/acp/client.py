@@ -25,12 +25,12 @@ from acp.connection import StreamDirection, StreamEvent
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation, InitializeResponse
 from pydantic import ValidationError
 
-import server
-from server.acp.answers import PermissionClient, PermissionPolicy
-from server.acp.child_sessions import RFD_UPDATES
-from server.acp.incoming import Incoming
-from server.child_processes import EXIT_GRACE, OWN_GROUP, end_group, exited_within
-from server.errors import ACPError
+from .. import __version__
+from .answers import PermissionClient, PermissionPolicy
+from .child_sessions import RFD_UPDATES
+from .incoming import Incoming
+from ..child_processes import EXIT_GRACE, OWN_GROUP, end_group, exited_within
+from ..errors import ACPError
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class ACPSession:
     async def _initialize(self) -> bool:
         """``initialize``; whether the agent can ``session/load``."""
         capabilities = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False)
-        info = Implementation(name="taskwire", version=server.__version__)
+        info = Implementation(name="taskwire", version=__version__)
         if not self.subagent_sessions:
             response = await self.connection.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities, client_info=info)
             return bool(response.agent_capabilities and response.agent_capabilities.load_session)

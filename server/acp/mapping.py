@@ -26,9 +26,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
-from server.acp.toolcalls import ToolCallState, parent_of, text_of
-from server.events.closing import closing_status, closing_text
-from server.events import Event, MessageEvent, StreamingDeltaEvent, Usage
+from .toolcalls import ToolCallState, parent_of, text_of
+from ..events.closing import closing_status, closing_text
+from ..events import Event, MessageEvent, StreamingDeltaEvent, Usage
 
 Lane = Union[str, None]
 

@@ -12,9 +12,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from server.acp.toolcalls import ToolCallState
-from server.events import PermissionOption
-from server.events.models import PermissionOptionKind
+from .toolcalls import ToolCallState
+from ..events import PermissionOption
+from taskwire_client.events import PermissionOptionKind
 
 log = logging.getLogger(__name__)
 

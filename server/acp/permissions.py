@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.acp.call_view import native_call
-from server.acp.updates import Ask, Settled, merge_meta, stamp_meta
+from .call_view import native_call
+from .updates import Ask, Settled, merge_meta, stamp_meta
 
 OPTION_NAMES = {"allow_once": "Allow", "allow_always": "Always allow", "reject_once": "Reject",
                 "reject_always": "Always reject"}

@@ -30,11 +30,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from server.acp.call_view import AGENT_TOOL_NAME, acp_kind, native_call, peer_content
-from server.acp.permissions import PermissionDesk
-from server.acp.toolcalls import TERMINAL, text_block
-from server.acp.updates import Output, RunEnded, Update, merge_meta, stamp_meta, text_chunk, wire_status, with_meta
-from server.events.closing import closing_status, closing_text
+from .call_view import AGENT_TOOL_NAME, acp_kind, native_call, peer_content
+from .permissions import PermissionDesk
+from .toolcalls import TERMINAL, text_block
+from .updates import Output, RunEnded, Update, merge_meta, stamp_meta, text_chunk, wire_status, with_meta
+from ..events.closing import closing_status, closing_text
 
 RUN_ENDS = frozenset({"finished", "error", "paused"})
 SEPARATOR = "\n\n"

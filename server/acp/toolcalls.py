@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.events import ACPToolCallEvent, Usage
+from ..events import ACPToolCallEvent, Usage
 
 log = logging.getLogger(__name__)
 

@@ -37,12 +37,12 @@ from acp.schema import (
     TextResourceContents,
 )
 
-import server
-from server.acp.child_session_projection import ChildSessionProjection
-from server.acp.projection import ACPProjection
-from server.acp_agent.base import ConversationInfo, Conversations
-from server.acp_agent.session import AgentSession
-from server.errors import BadRequest, Conflict, NotFound, TaskwireError, Unauthorized
+from .. import __version__
+from ..acp.child_session_projection import ChildSessionProjection
+from ..acp.projection import ACPProjection
+from .base import ConversationInfo, Conversations
+from .session import AgentSession
+from ..errors import BadRequest, Conflict, NotFound, TaskwireError, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class TaskwireAgent:
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
-            agent_info=Implementation(name="taskwire", title="taskwire", version=server.__version__),
+            agent_info=Implementation(name="taskwire", title="taskwire", version=__version__),
             auth_methods=[],
         )
 

@@ -20,10 +20,10 @@ from acp.interfaces import Client
 from acp.schema import PermissionOption, ToolCallUpdate
 from pydantic import ValidationError
 
-from server.acp.permissions import answer_body, with_details
-from server.acp.updates import Ask, Settled
-from server.acp_agent.base import Conversations
-from server.errors import Conflict, NotFound, TaskwireError
+from ..acp.permissions import answer_body, with_details
+from ..acp.updates import Ask, Settled
+from .base import Conversations
+from ..errors import Conflict, NotFound, TaskwireError
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """``Conversations`` on a running taskwire server (``taskwire acp --url ...``), through
-``server.client``: its REST calls for commands, its ``LiveEvents`` for the feed.
+``taskwire_client``: its REST calls for commands, its ``LiveEvents`` for the feed.
 
 The feed resumes after any drop (a restart, a replica going away, a slow-client close) from the
 last ``seq`` it handed on, so nothing is lost and nothing comes twice. Reads are retried while
@@ -14,10 +14,10 @@ import json
 import logging
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
-from server.acp_agent.base import ConversationInfo, OnEvents, OnResume
-from server.client import APIError, Client, StreamRefused, Unreachable
-from server.client.frames import is_full_state
-from server.errors import (
+from .base import ConversationInfo, OnEvents, OnResume
+from taskwire_client import APIError, Client, StreamRefused, Unreachable
+from taskwire_client.frames import is_full_state
+from ..errors import (
     BadRequest,
     Conflict,
     ConversationNotFound,
@@ -26,8 +26,8 @@ from server.errors import (
     Unauthorized,
     Unavailable,
 )
-from server.events import Event, Usage
-from server.stream.close_codes import CloseCode
+from ..events import Event, Usage
+from taskwire_client.close_codes import CloseCode
 
 log = logging.getLogger(__name__)
 

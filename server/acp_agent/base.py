@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
-from server.events import Usage
+from ..events import Usage
 
 OnEvents = Callable[[list[dict[str, Any]]], Awaitable[None]]
 """Takes a batch of events (parsed wire frames), in order; awaiting it is the feed's back-pressure."""

@@ -1,7 +1,7 @@
 """``Conversations`` on a runtime this process hosts (``taskwire acp`` without ``--url``).
 
 The feed is the event socket's, without the socket: the same ``EventStream`` over the same
-store and bus (``server.api.sockets.open_stream`` and ``pump``), so the ACP session sees what a
+store and bus (``taskwire.api.sockets.open_stream`` and ``pump``), so the ACP session sees what a
 socket client of this conversation would, in the same order.
 """
 
@@ -13,21 +13,21 @@ from typing import Any, AsyncIterator
 
 from pydantic import ValidationError
 
-from server.acp_agent.base import ConversationInfo, OnEvents, OnResume
-from server.api.schemas import CreateConversation
-from server.api.services import Services
-from server.api.sockets import open_stream, pump
-from server.errors import BadRequest
-from server.events import Usage
-from server.store import ConversationRecord, EventQuery
-from server.store.base import MAX_PAGE
-from server.stream.params import StreamParams
+from .base import ConversationInfo, OnEvents, OnResume
+from ..api.schemas import CreateConversation
+from ..api.services import Services
+from ..api.sockets import open_stream, pump
+from ..errors import BadRequest
+from ..events import Usage
+from ..store import ConversationRecord, EventQuery
+from ..store.base import MAX_PAGE
+from ..stream.params import StreamParams
 
 log = logging.getLogger(__name__)
 
 
 class EmbeddedConversations:
-    """Implements ``Conversations`` on ``services`` (see ``server.api.services.hosted``)."""
+    """Implements ``Conversations`` on ``services`` (see ``taskwire.api.services.hosted``)."""
 
     def __init__(self, services: Services) -> None:
         self.services = services

@@ -21,13 +21,13 @@ from acp.schema import PromptResponse
 from acp.schema import Usage as ACPUsage
 from pydantic import ValidationError
 
-from server.acp.child_session_projection import ChildSessionProjection
-from server.acp.projection import ACPProjection
-from server.acp.updates import Ask, RunEnded, Settled, Update
-from server.acp_agent.asking import EditorAsks
-from server.acp_agent.base import Conversations
-from server.errors import TaskwireError
-from server.events import Usage
+from ..acp.child_session_projection import ChildSessionProjection
+from ..acp.projection import ACPProjection
+from ..acp.updates import Ask, RunEnded, Settled, Update
+from .asking import EditorAsks
+from .base import Conversations
+from ..errors import TaskwireError
+from ..events import Usage
 
 log = logging.getLogger(__name__)
 

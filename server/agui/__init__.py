@@ -7,10 +7,10 @@ frames them, ``input`` reads a ``RunAgentInput``. The HTTP routes that drive the
 
 from __future__ import annotations
 
-from server.agui.input import RunAgentInput
-from server.agui.projection import AguiProjection, Frame
-from server.agui.sse import KEEPALIVE, MEDIA_TYPE, encode_frames, parse_last_event_id
-from server.agui.subagents import SubagentInfo
+from .input import RunAgentInput
+from .projection import AguiProjection, Frame
+from .sse import KEEPALIVE, MEDIA_TYPE, encode_frames, parse_last_event_id
+from .subagents import SubagentInfo
 
 __all__ = [
     "AguiProjection",

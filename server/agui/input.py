@@ -15,9 +15,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
-from server.agui.interrupts import answer_of
-from server.errors import BadRequest, InvalidBody
-from server.specs import AgentSpec
+from .interrupts import answer_of
+from ..errors import BadRequest, InvalidBody
+from ..specs import AgentSpec
 
 THREAD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 """A thread id names a conversation and its workspace folder: no separators, no leading dot."""

@@ -15,8 +15,8 @@ from typing import Any, Iterable, Mapping
 
 from pydantic import ValidationError
 
-from server.errors import InvalidBody
-from server.permissions.answers import PermissionAnswer
+from ..errors import InvalidBody
+from ..permissions.answers import PermissionAnswer
 
 REASON = "tool_approval"
 """``Interrupt.reason``: a tool call waits for a person's approval."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from server.agui.lanes import Events, Lane, tool_result
+from .lanes import Events, Lane, tool_result
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 

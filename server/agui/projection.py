@@ -29,10 +29,10 @@ import json
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping
 
-from server.agui.interrupts import interrupt
-from server.agui.lanes import Events, Lane, tool_result
-from server.agui.peer_calls import PeerCalls
-from server.agui.subagents import SubagentInfo, SubagentTracker
+from .interrupts import interrupt
+from .lanes import Events, Lane, tool_result
+from .peer_calls import PeerCalls
+from .subagents import SubagentInfo, SubagentTracker
 
 Frame = tuple[int, dict[str, Any]]
 """An SSE event: its ``id`` and the AG-UI event."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Iterable, Mapping
 
-from server.errors import BadRequest
+from ..errors import BadRequest
 
 KEEPALIVE = b": keepalive\n\n"
 """A comment line: proxies see traffic on an idle stream, clients ignore it."""

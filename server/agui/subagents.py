@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from server.store import ConversationRecord
+from ..store import ConversationRecord
 
 Events = list[dict[str, Any]]
 

@@ -13,16 +13,16 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from server.agui import RunAgentInput, parse_last_event_id
-from server.agui.input import run_input_schema
-from server.api.auth import require_api_key, require_api_key_or_query
-from server.api.openapi import errors, event_stream
-from server.api.sse import AguiStream, EventStreamResponse
-from server.errors import BadRequest, Conflict, ConversationNotFound, NotFound
-from server.runtime import Runtime
-from server.specs import NativeAgentSpec
-from server.store import ConversationRecord
-from server.store.base import MAX_SEQ
+from ..agui import RunAgentInput, parse_last_event_id
+from ..agui.input import run_input_schema
+from .auth import require_api_key, require_api_key_or_query
+from .openapi import errors, event_stream
+from .sse import AguiStream, EventStreamResponse
+from ..errors import BadRequest, Conflict, ConversationNotFound, NotFound
+from ..runtime import Runtime
+from ..specs import NativeAgentSpec
+from ..store import ConversationRecord
+from ..store.base import MAX_SEQ
 
 router = APIRouter(tags=["agui"])
 

@@ -11,22 +11,22 @@ from typing import AsyncIterator
 from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-import server
-from server.api.auth import require_api_key
-from server.api.errors import error_response, install_error_handlers
-from server.api.openapi import document, errors
-from server.api.requests_first import CountRequests
-from server.api import agui, sockets, viewer
-from server.api.rest import conversations, events, health, permissions, subagents
-from server.api.services import hosted
-from server.api.webhooks import start_webhooks
-from server.api import metrics as metrics_route
-from server.api.metrics import Metrics
-from server.hooks import Hooks
-from server.runtime.ownership import default_replica_id
-from server.settings import Settings
-from server.stream.limits import SubscriberLimit, WaitingRoom
-from server.telemetry.tracer import RecordTracer, tracing_enabled
+from .. import __version__
+from .auth import require_api_key
+from .errors import error_response, install_error_handlers
+from .openapi import document, errors
+from .requests_first import CountRequests
+from . import agui, sockets, viewer
+from .rest import conversations, events, health, permissions, subagents
+from .services import hosted
+from .webhooks import start_webhooks
+from . import metrics as metrics_route
+from .metrics import Metrics
+from ..hooks import Hooks
+from ..runtime.ownership import default_replica_id
+from ..settings import Settings
+from ..stream.limits import SubscriberLimit, WaitingRoom
+from ..telemetry.tracer import RecordTracer, tracing_enabled
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(
         title="taskwire",
-        version=server.__version__,
+        version=__version__,
         description="An agent server that streams what sub-agents do, live.",
         lifespan=lifespan,
     )

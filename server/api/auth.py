@@ -6,8 +6,8 @@ import hmac
 
 from fastapi import Request
 
-from server.errors import Unauthorized
-from server.settings import Settings
+from ..errors import Unauthorized
+from ..settings import Settings
 
 HEADER = "X-Session-API-Key"
 

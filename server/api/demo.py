@@ -14,9 +14,9 @@ from typing import Any
 import yaml
 from fastapi import APIRouter, Depends, Query, Request
 
-from server.api.auth import require_api_key
-from server.api.openapi import errors
-from server.resources import CONFIG_DIR
+from .auth import require_api_key
+from .openapi import errors
+from ..resources import CONFIG_DIR
 
 DEMO_DIR = CONFIG_DIR / "demo"
 

@@ -13,8 +13,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from server.errors import NotFound, TaskwireError, TooManyRequests, Unauthorized, Unavailable
-from server.stream.close_codes import CloseCode
+from ..errors import NotFound, TaskwireError, TooManyRequests, Unauthorized, Unavailable
+from taskwire_client.close_codes import CloseCode
 
 log = logging.getLogger(__name__)
 

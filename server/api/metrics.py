@@ -17,9 +17,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from starlette.datastructures import State
 
-from server.telemetry.histogram import APPEND_SECONDS, Histogram
-from server.telemetry.loop_lag import LoopLag
-from server.telemetry.record_counts import RecordCounts
+from ..telemetry.histogram import APPEND_SECONDS, Histogram
+from ..telemetry.loop_lag import LoopLag
+from ..telemetry.record_counts import RecordCounts
 
 router = APIRouter(tags=["metrics"])
 

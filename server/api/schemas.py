@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from server.events import Usage
-from server.specs import AgentSpec, NativeAgentSpec, redact
-from server.store import ConversationRecord
+from ..events import Usage
+from ..specs import AgentSpec, NativeAgentSpec, redact
+from ..store import ConversationRecord
 
 
 def _no_default(schema: dict[str, Any]) -> None:

@@ -11,11 +11,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import AsyncIterator
 
-from server.bus import Bus, open_bus
-from server.hooks import Hooks
-from server.runtime import Runtime
-from server.settings import Settings
-from server.store import Store, open_store
+from ..bus import Bus, open_bus
+from ..hooks import Hooks
+from ..runtime import Runtime
+from ..settings import Settings
+from ..store import Store, open_store
 
 
 @dataclass(frozen=True, slots=True)

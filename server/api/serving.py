@@ -25,8 +25,8 @@ import uvicorn
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import CloseCode as WSCloseCode
 
-from server.settings import Settings
-from server.telemetry.logs import install_ended_early_filter
+from ..settings import Settings
+from ..telemetry.logs import install_ended_early_filter
 
 PRE_AUTH_MAX_MESSAGE = 16_384
 """Bytes a client message may have before the socket is authenticated: an ``auth`` frame is a

@@ -17,19 +17,19 @@ from pydantic import ValidationError
 from starlette.datastructures import State
 from starlette.status import WS_1011_INTERNAL_ERROR
 
-from server.api.auth import HEADER, api_key_valid
-from server.api.errors import close_code_for, error_response
-from server.api.serving import lift_frame_limit
-from server.api.socket_writer import SocketWriter, Stalled
-from server.bus import Overflow, Subscription
-from server.errors import InvalidPermissionAnswer, TaskwireError, TooManyRequests, Unauthorized
-from server.events import ConversationStateUpdateEvent
-from server.settings import Settings
-from server.store import ConversationRecord, EventPage, EventQuery, Store
-from server.store.base import MAX_PAGE
-from server.stream import CloseCode, EventStream, SubagentNode
-from server.permissions.answers import PermissionAnswer
-from server.stream.inbound import (
+from .auth import HEADER, api_key_valid
+from .errors import close_code_for, error_response
+from .serving import lift_frame_limit
+from .socket_writer import SocketWriter, Stalled
+from ..bus import Overflow, Subscription
+from ..errors import InvalidPermissionAnswer, TaskwireError, TooManyRequests, Unauthorized
+from ..events import ConversationStateUpdateEvent
+from ..settings import Settings
+from ..store import ConversationRecord, EventPage, EventQuery, Store
+from ..store.base import MAX_PAGE
+from ..stream import CloseCode, EventStream, SubagentNode
+from ..permissions.answers import PermissionAnswer
+from ..stream.inbound import (
     InboundAuth,
     InboundMessage,
     InboundPermission,
@@ -37,8 +37,8 @@ from server.stream.inbound import (
     parse_inbound,
     permission_answer_frame,
 )
-from server.stream.limits import WaitingRoom
-from server.stream.params import StreamParams
+from ..stream.limits import WaitingRoom
+from ..stream.params import StreamParams
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["sockets"])

@@ -20,13 +20,13 @@ from starlette.datastructures import State
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from server.agui import KEEPALIVE, MEDIA_TYPE, AguiProjection, Frame, SubagentInfo, encode_frames
-from server.api.sockets import pump
-from server.bus import Subscription
-from server.errors import ConversationNotFound, Unavailable
-from server.store import ConversationRecord, EventQuery, Store
-from server.stream import CloseCode, EventStream, SubagentNode
-from server.telemetry.logs import response_ended_early
+from ..agui import KEEPALIVE, MEDIA_TYPE, AguiProjection, Frame, SubagentInfo, encode_frames
+from .sockets import pump
+from ..bus import Subscription
+from ..errors import ConversationNotFound, Unavailable
+from ..store import ConversationRecord, EventQuery, Store
+from ..stream import CloseCode, EventStream, SubagentNode
+from ..telemetry.logs import response_ended_early
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from server.api import demo
+from . import demo
 
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
 

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 import httpx
 from fastapi import FastAPI
 
-from server.events import EventRecord
-from server.settings import WebhookSpec
+from ..events import EventRecord
+from ..settings import WebhookSpec
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.bus.base import Bus, Overflow, Subscription
+from .base import Bus, Overflow, Subscription
 
 __all__ = ["Bus", "Overflow", "Subscription", "open_bus"]
 
@@ -10,9 +10,9 @@ __all__ = ["Bus", "Overflow", "Subscription", "open_bus"]
 def open_bus(redis_url: str | None) -> Bus:
     """The bus for this server: Redis pub/sub when ``redis_url`` is set, else in-process."""
     if redis_url:
-        from server.bus.redis import RedisBus
+        from .redis import RedisBus
 
         return RedisBus(redis_url)
-    from server.bus.memory import MemoryBus
+    from .memory import MemoryBus
 
     return MemoryBus()

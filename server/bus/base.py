@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, Protocol
 
-from server.events import EventRecord
+from ..events import EventRecord
 
 CommandHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 """Runs a command another replica sent to this one; returns a JSON-able result."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Iterable, Iterator
 
-from server.events import EventRecord
+from ..events import EventRecord
 
 MAX_MESSAGE = 256 * 1024
 """Bytes after which a message is closed and the next record starts another (Redis limits

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from server import errors
-from server.bus.base import CommandHandler
-from server.errors import TaskwireError
+from .. import errors
+from .base import CommandHandler
+from ..errors import TaskwireError
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ import asyncio
 from collections import deque
 from typing import Any
 
-from server.errors import Unavailable
-from server.events import EventRecord
-from server.bus.base import CommandHandler, Overflow
+from ..errors import Unavailable
+from ..events import EventRecord
+from .base import CommandHandler, Overflow
 
 
 class MemorySubscription:

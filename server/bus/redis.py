@@ -30,15 +30,15 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from server.bus.base import CommandHandler
-from server.bus.codec import decode_records
-from server.bus.commands import command_result, run_command
-from server.bus.memory import MemoryBus, MemorySubscription
-from server.bus.names import Names
-from server.bus.redis_receiver import RedisReceiver
-from server.bus.redis_sender import CONNECTION_FAILURES, RedisSender
-from server.errors import Unavailable
-from server.events import EventRecord
+from .base import CommandHandler
+from .codec import decode_records
+from .commands import command_result, run_command
+from .memory import MemoryBus, MemorySubscription
+from .names import Names
+from .redis_receiver import RedisReceiver
+from .redis_sender import CONNECTION_FAILURES, RedisSender
+from ..errors import Unavailable
+from ..events import EventRecord
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from typing import Any, Callable
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 
-from server.bus.backoff import Backoff
-from server.bus.names import Names
-from server.bus.redis_sender import CONNECTION_FAILURES
+from .backoff import Backoff
+from .names import Names
+from .redis_sender import CONNECTION_FAILURES
 
 CLOSE_WAIT = 5.0
 """Seconds a lost subscriber connection may take to close before the reconnect goes on."""

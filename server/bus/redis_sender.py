@@ -24,10 +24,10 @@ from collections import OrderedDict, deque
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from server.bus.backoff import Backoff
-from server.bus.codec import encode_records
-from server.bus.names import Names
-from server.events import EventRecord
+from .backoff import Backoff
+from .codec import encode_records
+from .names import Names
+from ..events import EventRecord
 
 log = logging.getLogger(__name__)
 

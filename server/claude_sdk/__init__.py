@@ -5,7 +5,7 @@
 sources; ``server/runtime/backends/claude_sdk.py`` drives them for a conversation.
 """
 
-from server.claude_sdk.actions import ROOT, Action, CountUsage, Emit, Lane, TurnEnded
-from server.claude_sdk.dispatch import ClaudeDispatcher
+from .actions import ROOT, Action, CountUsage, Emit, Lane, TurnEnded
+from .dispatch import ClaudeDispatcher
 
 __all__ = ["ROOT", "Action", "ClaudeDispatcher", "CountUsage", "Emit", "Lane", "TurnEnded"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from server.events import Event, Usage
+from ..events import Event, Usage
 
 Lane = str | None
 """``None`` for the main agent, else the spawning call's ``tool_use`` id."""

@@ -40,13 +40,13 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
-from server.claude_sdk.actions import ROOT, Action, CountUsage, Emit, Lane, TurnEnded
-from server.claude_sdk.lanes import LaneState, StreamBlock
-from server.claude_sdk.results import answers_prompt, result_usage
-from server.claude_sdk.tool_calls import ToolCall, result_text
-from server.events.closing import closing_text
-from server.events import MessageEvent, StreamingDeltaEvent, SubagentFinishedEvent, SubagentStartedEvent
-from server.events.models import SubagentStatus
+from .actions import ROOT, Action, CountUsage, Emit, Lane, TurnEnded
+from .lanes import LaneState, StreamBlock
+from .results import answers_prompt, result_usage
+from .tool_calls import ToolCall, result_text
+from ..events.closing import closing_text
+from ..events import MessageEvent, StreamingDeltaEvent, SubagentFinishedEvent, SubagentStartedEvent
+from taskwire_client.events import SubagentStatus
 
 # Claude Code's task and Agent-result statuses, as a taskwire sub-agent's outcome.
 _OUTCOMES: dict[str, SubagentStatus] = {

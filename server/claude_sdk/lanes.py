@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.claude_sdk.actions import Lane
-from server.events import Usage
-from server.events.models import SubagentStatus
+from .actions import Lane
+from ..events import Usage
+from taskwire_client.events import SubagentStatus
 
 
 @dataclass(slots=True)

@@ -22,8 +22,8 @@ from typing import Any, AsyncIterator
 from claude_agent_sdk import ResultMessage, ToolPermissionContext
 from claude_agent_sdk.types import CanUseTool
 
-from server.claude_sdk.transcript import PermissionAsk, load_transcript
-from server.errors import BadRequest, ClaudeSDKError
+from .transcript import PermissionAsk, load_transcript
+from ..errors import BadRequest, ClaudeSDKError
 
 _END = object()
 

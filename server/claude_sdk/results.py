@@ -6,7 +6,7 @@ from typing import Any
 
 from claude_agent_sdk import ResultMessage
 
-from server.events import Usage
+from ..events import Usage
 
 
 def answers_prompt(message: ResultMessage, prompt_id: str) -> bool:

@@ -15,10 +15,10 @@ from typing import Any, AsyncIterator, Protocol
 
 import claude_agent_sdk as sdk
 
-from server.claude_sdk.transport import OwnGroupTransport
-from server.environment import blanked_settings
-from server.errors import ClaudeSDKError
-from server.specs import ClaudeSDKAgentSpec
+from .transport import OwnGroupTransport
+from ..environment import blanked_settings
+from ..errors import ClaudeSDKError
+from ..specs import ClaudeSDKAgentSpec
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.claude_sdk.actions import Lane
-from server.events import ACPToolCallEvent
-from server.events.models import ToolCallStatus
-from server.events.closing import closing_status, closing_text
+from .actions import Lane
+from ..events import ACPToolCallEvent
+from taskwire_client.events import ToolCallStatus
+from ..events.closing import closing_status, closing_text
 
 SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
 """Claude Code's sub-agent tool: ``Agent`` (``Task`` in older versions)."""

@@ -17,8 +17,8 @@ from typing import Any
 
 import claude_agent_sdk as sdk
 
-from server.confined_files import read_confined
-from server.errors import ClaudeSDKError
+from ..confined_files import read_confined
+from ..errors import ClaudeSDKError
 
 _MESSAGE_TYPES: dict[str, type] = {
     cls.__name__: cls
@@ -88,7 +88,7 @@ MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
 
 def load_transcript(path: str | Path, roots: list[Path] | None = None) -> list[Any]:
     """Every message of a transcript file, in order. A file a request names is read only
-    under ``roots`` (``server.confined_files``); what is wrong with it is said by line number,
+    under ``roots`` (``taskwire.confined_files``); what is wrong with it is said by line number,
     never by quoting it. Raises ``ClaudeSDKError`` (``transcript_outside_roots``,
     ``transcript_not_found``, ``transcript_unreadable``, ``bad_transcript``)."""
     text = read_confined(

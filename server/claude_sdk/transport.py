@@ -12,7 +12,7 @@ from typing import Any, AsyncIterator
 import claude_agent_sdk as sdk
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
-from server.child_processes import in_own_group
+from ..child_processes import in_own_group
 
 
 class OwnGroupTransport(SubprocessCLITransport):

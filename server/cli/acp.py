@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from server.acp_agent.base import Conversations
+from ..acp_agent.base import Conversations
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ async def serve_acp(args: argparse.Namespace, default_agent: dict[str, Any] | No
     """Serve one client on stdin / ``protocol_out`` until it hangs up or a signal stops us."""
     from acp import run_agent
 
-    from server.acp_agent.agent import TaskwireAgent
+    from ..acp_agent.agent import TaskwireAgent
 
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
@@ -101,10 +101,10 @@ class StartupError(Exception):
 @contextlib.asynccontextmanager
 async def conversations_for(args: argparse.Namespace) -> AsyncIterator[Conversations]:
     """The attached server, or a runtime hosted here."""
-    from server.errors import TaskwireError
+    from ..errors import TaskwireError
 
     if args.url:
-        from server.acp_agent.attached import AttachedConversations
+        from ..acp_agent.attached import AttachedConversations
 
         attached = AttachedConversations(args.url, args.key)
         try:
@@ -118,10 +118,10 @@ async def conversations_for(args: argparse.Namespace) -> AsyncIterator[Conversat
             await attached.close()
         return
 
-    from server.acp_agent.embedded import EmbeddedConversations
-    from server.api.services import hosted
-    from server.hooks import Hooks
-    from server.settings import Settings
+    from ..acp_agent.embedded import EmbeddedConversations
+    from ..api.services import hosted
+    from ..hooks import Hooks
+    from ..settings import Settings
 
     settings = Settings()
     with store_lock(settings.resolved_database_url()):

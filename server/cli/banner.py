@@ -6,8 +6,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from server.settings import Settings
-from server.telemetry.tracer import tracing_enabled
+from ..settings import Settings
+from ..telemetry.tracer import tracing_enabled
 
 
 def taskwire_command() -> str:
@@ -18,7 +18,7 @@ def taskwire_command() -> str:
     if on_path is not None and script.exists() and Path(on_path).resolve() == script.resolve():
         return "taskwire"
     if not script.exists():
-        return f"{sys.executable} -m server.cli"
+        return f"{sys.executable} -m taskwire"
     try:
         return str(script.relative_to(Path.cwd()))
     except ValueError:

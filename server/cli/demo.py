@@ -1,6 +1,6 @@
 """``taskwire demo``: start the signature scenario on a running server and watch it live.
 
-A client of the public API only (``server.client``): it starts the scenario, then prints one
+A client of the public API only (``taskwire_client``): it starts the scenario, then prints one
 row per tool event: ``tool_call_id``, status, ``parent_tool_use_id``, title. Sub-agent rows
 point at the ``task`` call that spawned them; main-agent rows have none.
 """
@@ -13,9 +13,9 @@ from typing import Any
 
 from rich.console import Console
 
-from server.api.demo import SCENARIOS, scenario_request
-from server.cli.rows import tool_row
-from server.client import APIError, Client, ClientError, run_ended_text
+from ..api.demo import SCENARIOS, scenario_request
+from .rows import tool_row
+from taskwire_client import APIError, Client, ClientError, run_ended_text
 
 ROW = "{seq:>4}  {call:<24} {status:<11} {parent:<24} {title}"
 

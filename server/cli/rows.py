@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from server.cli.event_tree import last_line
-from server.client import call_title
-from server.events import ACPToolCallEvent, ActionEvent, Event, ObservationEvent
+from taskwire_client.terminal import last_line
+from taskwire_client import call_title
+from ..events import ACPToolCallEvent, ActionEvent, Event, ObservationEvent
 
 
 def tool_row(event: Event) -> tuple[str, str, str, str] | None:

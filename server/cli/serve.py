@@ -12,10 +12,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from server.cli.banner import banner
-from server.resources import bundled_file
-from server.settings import Settings
-from server.settings_problems import SettingsProblem, load_settings
+from .banner import banner
+from ..resources import bundled_file
+from ..settings import Settings
+from ..settings_problems import SettingsProblem, load_settings
 
 GC_THRESHOLDS = (50_000, 20, 20)
 """The cyclic collector's thresholds in a server process (Python's default: 700, 10, 10). With
@@ -56,11 +56,11 @@ def is_loopback(host: str) -> bool:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from server.api.app import create_app
-    from server.api.serving import uvicorn_config
-    from server.cli.listening import BannerServer, listen
-    from server.environment import drop_settings
-    from server.telemetry.logs import configure_logging
+    from ..api.app import create_app
+    from ..api.serving import uvicorn_config
+    from .listening import BannerServer, listen
+    from ..environment import drop_settings
+    from ..telemetry.logs import configure_logging
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
     try:
@@ -97,7 +97,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     def announce() -> None:
         if settings.log_format == "json":  # stderr stays one JSON object per line
-            logging.getLogger("server.cli").info("taskwire listening on %s:%d", settings.host, port)
+            logging.getLogger(__package__).info("taskwire listening on %s:%d", settings.host, port)
             return
         for line in banner(settings, port):
             err.print(line)
@@ -115,9 +115,9 @@ async def store_problem(settings: Settings) -> str | None:
     start-up traceback."""
     import asyncpg
 
-    from server.errors import StoreUnavailable
-    from server.store import open_store
-    from server.store.schema import SchemaVersionError
+    from ..errors import StoreUnavailable
+    from ..store import open_store
+    from ..store.schema import SchemaVersionError
 
     try:
         store = open_store(settings.resolved_database_url(), timeout=settings.store_timeout)
@@ -131,7 +131,7 @@ async def store_problem(settings: Settings) -> str | None:
 
 
 def run_mock_llm(args: argparse.Namespace) -> int:
-    from server.llm.mock_server import serve_mock_llm
+    from ..llm.mock_server import serve_mock_llm
 
     script = bundled_file(args.script)  # config/demo/*.yaml works from any folder
     if not Path(script).is_file():

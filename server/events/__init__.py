@@ -1,6 +1,10 @@
-"""The wire format: every event taskwire stores, publishes or sends."""
+"""The wire format: every event taskwire stores, publishes or sends.
 
-from server.events.models import (
+The models are defined once, in the client distribution (``taskwire_client.events``), so a client
+and the server parse events with the same code; this package adds what only the server needs
+(``EventRecord``, the body text search reads, the closing rule)."""
+
+from taskwire_client.events import (
     ACPToolCallEvent,
     ActionEvent,
     AgentErrorEvent,
@@ -19,7 +23,7 @@ from server.events.models import (
     EVENT_KINDS,
     parse_event,
 )
-from server.events.record import EventRecord
+from .record import EventRecord
 
 __all__ = [
     "ACPToolCallEvent",

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any, Iterator
 
-from server.events.models import (
+from taskwire_client.events import (
     ACPToolCallEvent,
     ActionEvent,
     AgentErrorEvent,

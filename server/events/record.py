@@ -35,7 +35,7 @@ class EventRecord:
     prev_seq: int | None = None
     """Bus only: the ``seq`` of the previous record published on this topic, to detect gaps."""
     body: str | None = field(default=None, compare=False, repr=False)
-    """Append only: the event's folded readable text (``server.events.body_text``), which the
+    """Append only: the event's folded readable text (``taskwire.events.body_text``), which the
     store keeps beside the JSON for ``body=`` searches; ``None`` on records read back."""
 
     @property

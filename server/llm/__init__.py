@@ -11,14 +11,14 @@ from typing import Any
 
 import httpx
 
-from server.errors import LLMError
-from server.llm.anthropic import AnthropicLLM
-from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec
-from server.llm.openai import OpenAILLM
-from server.llm.scripted import ScriptedLLM
-from server.llm.sse import shared_client
-from server.resources import CONFIG_DIR
-from server.settings import Settings
+from ..errors import LLMError
+from .anthropic import AnthropicLLM
+from .base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec
+from .openai import OpenAILLM
+from .scripted import ScriptedLLM
+from .sse import shared_client
+from ..resources import CONFIG_DIR
+from ..settings import Settings
 
 __all__ = [
     "LLM",

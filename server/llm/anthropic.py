@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.errors import LLMError
-from server.events import Usage
-from server.llm.base import ChatMessage, LLMRequest, LLMResponse, ToolCall
-from server.llm.sse import SSEChatClient, SSEvent, parse_arguments
+from ..errors import LLMError
+from ..events import Usage
+from .base import ChatMessage, LLMRequest, LLMResponse, ToolCall
+from .sse import SSEChatClient, SSEvent, parse_arguments
 
 API_VERSION = "2023-06-01"
 

@@ -10,7 +10,7 @@ from typing import Any, Awaitable, Callable, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from server.events import Usage
+from ..events import Usage
 
 
 class ToolCall(BaseModel):

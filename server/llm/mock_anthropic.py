@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.errors import BadRequest
-from server.llm.anthropic import content_blocks
-from server.llm.base import ChatMessage
-from server.llm.script import (
+from ..errors import BadRequest
+from .anthropic import content_blocks
+from .base import ChatMessage
+from .script import (
     ScriptRequest,
     ScriptStep,
     canonical_json,

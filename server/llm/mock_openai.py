@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from server.errors import BadRequest
-from server.llm.base import ChatMessage
-from server.llm.openai import chat_message
-from server.llm.script import (
+from ..errors import BadRequest
+from .base import ChatMessage
+from .openai import chat_message
+from .script import (
     ScriptRequest,
     ScriptStep,
     canonical_json,

@@ -28,9 +28,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from server.errors import BadRequest, LLMError
-from server.llm import mock_anthropic, mock_openai
-from server.llm.script import Script, ScriptRequest, ScriptStep
+from ..errors import BadRequest, LLMError
+from . import mock_anthropic, mock_openai
+from .script import Script, ScriptRequest, ScriptStep
 
 _SSE_HEADERS = {"cache-control": "no-cache"}
 

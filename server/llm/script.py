@@ -29,11 +29,11 @@ from typing import Any, NoReturn
 import yaml
 from pydantic import ValidationError
 
-from server.confined_files import Roots, read_confined
-from server.errors import LLMError
-from server.events import Usage
-from server.llm.base import ToolCall
-from server.llm.script_spec import Lane, ScriptRequest, ScriptSpec, ScriptTurn, ScriptUsage
+from ..confined_files import Roots, read_confined
+from ..errors import LLMError
+from ..events import Usage
+from .base import ToolCall
+from .script_spec import Lane, ScriptRequest, ScriptSpec, ScriptTurn, ScriptUsage
 
 __all__ = ["Script", "ScriptRequest", "ScriptSpec", "ScriptStep", "canonical_json", "count_assistant_turns", "text_chunks"]
 

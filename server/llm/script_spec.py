@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from server.llm.presets import PRESETS
+from .presets import PRESETS
 
 _LANE_NAME = r"^[A-Za-z0-9_-]+$"
 

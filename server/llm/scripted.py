@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from server.confined_files import Roots
-from server.errors import LLMError
-from server.llm.base import LLMRequest, LLMResponse, OnDelta
-from server.llm.script import (
+from ..confined_files import Roots
+from ..errors import LLMError
+from .base import LLMRequest, LLMResponse, OnDelta
+from .script import (
     Script,
     ScriptRequest,
     canonical_json,

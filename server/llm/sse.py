@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Protocol
 
 import httpx
 
-from server.errors import LLMError
-from server.llm.base import LLMRequest, LLMResponse, OnDelta
+from ..errors import LLMError
+from .base import LLMRequest, LLMResponse, OnDelta
 
 _MAX_ERROR_TEXT = 500
 _AFTER_DONE = 8

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.events import ActionEvent, AgentErrorEvent, Event, MessageEvent, ObservationEvent, Usage
-from server.events.closing import closing_status, closing_text
-from server.events.models import SubagentStatus
-from server.openhands.protocol import Report
+from ..events import ActionEvent, AgentErrorEvent, Event, MessageEvent, ObservationEvent, Usage
+from ..events.closing import closing_status, closing_text
+from taskwire_client.events import SubagentStatus
+from .protocol import Report
 
 Lane = str | None
 ROOT: Lane = None

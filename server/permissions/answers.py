@@ -13,10 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from server.errors import InvalidPermissionAnswer
-from server.events import PermissionOption
-from server.events.models import PermissionOutcome
-from server.stream.inbound import Text
+from ..errors import InvalidPermissionAnswer
+from ..events import PermissionOption
+from taskwire_client.events import PermissionOutcome
+from ..stream.inbound import Text
 
 MAX_REASON = 4000
 """Characters a reason may hold (it reaches the model that asked)."""

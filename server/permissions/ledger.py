@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from server.events import Event, PermissionRequestEvent, PermissionResolvedEvent
+from ..events import Event, PermissionRequestEvent, PermissionResolvedEvent
 
 KINDS = ("PermissionRequestEvent", "PermissionResolvedEvent")
 """The event kinds a ledger reads."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.events import PermissionOption
+from ..events import PermissionOption
 
 NATIVE_OPTIONS = (
     PermissionOption(option_id="allow_once", kind="allow_once", name="Allow"),

@@ -4,6 +4,6 @@ Where forwarding happens: ``runtime/forwarding.py`` (stamping and the forwarding
 called from ``ConversationHost.emit`` in ``runtime/conversation.py``.
 """
 
-from server.runtime.manager import Runtime
+from .manager import Runtime
 
 __all__ = ["Runtime"]

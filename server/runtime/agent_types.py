@@ -21,8 +21,8 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from server.permissions.policy import NEVER, Approval, parse_approval
-from server.resources import CONFIG_DIR, PLUGINS_DIR
+from ..permissions.policy import NEVER, Approval, parse_approval
+from ..resources import CONFIG_DIR, PLUGINS_DIR
 
 log = logging.getLogger(__name__)
 

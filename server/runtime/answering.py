@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from server.errors import InvalidPermissionAnswer
-from server.permissions.answers import PermissionAnswer
-from server.runtime.ownership import owned
-from server.runtime.permissions import answer_below, ledger_below
-from server.store import ConversationRecord, Store
+from ..errors import InvalidPermissionAnswer
+from ..permissions.answers import PermissionAnswer
+from .ownership import owned
+from .permissions import answer_below, ledger_below
+from ..store import ConversationRecord, Store
 
 if TYPE_CHECKING:
-    from server.runtime.conversation import ConversationHost
+    from .conversation import ConversationHost
 
 
 class PermissionCommands:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, Sequence, TypeVar
 
-from server.events import (
+from ..events import (
     ConversationStateUpdateEvent,
     Event,
     LLMCall,
@@ -28,19 +28,19 @@ from server.events import (
     SubagentStartedEvent,
     Usage,
 )
-from server.events.ids import new_id
-from server.permissions.policy import Approval, agent_approval
-from server.runtime.forwarding import RecordSink, TopicPublisher, forwarder, stamp
-from server.runtime.history import HISTORY_EVENTS
-from server.runtime.permissions import PermissionResolution, TreePermissions
-from server.runtime.work_state import last_state
-from server.settings import Settings
-from server.store import ConversationRecord, Store
-from server.store.owned import settle
-from server.store.rows import event_record
+from taskwire_client.ids import new_id
+from ..permissions.policy import Approval, agent_approval
+from .forwarding import RecordSink, TopicPublisher, forwarder, stamp
+from .history import HISTORY_EVENTS
+from .permissions import PermissionResolution, TreePermissions
+from .work_state import last_state
+from ..settings import Settings
+from ..store import ConversationRecord, Store
+from ..store.owned import settle
+from ..store.rows import event_record
 
 if TYPE_CHECKING:
-    from server.runtime.backends.base import AgentBackend
+    from .backends.base import AgentBackend
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from server.bus import Bus
-from server.events import Event, EventRecord
+from ..bus import Bus
+from ..events import Event, EventRecord
 
 RecordSink = Callable[[EventRecord], None]
 """Takes a stored (or ephemeral) record; must not block."""

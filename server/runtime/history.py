@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from server.events import ActionEvent, Event, MessageEvent, ObservationEvent
-from server.events.closing import INTERRUPTED
-from server.llm.base import ChatMessage, ToolCall
+from ..events import ActionEvent, Event, MessageEvent, ObservationEvent
+from ..events.closing import INTERRUPTED
+from ..llm.base import ChatMessage, ToolCall
 
 HISTORY_EVENTS = (ActionEvent, ObservationEvent, MessageEvent)
 """The kinds of event the history is made of (every other kind is skipped)."""

@@ -13,29 +13,29 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from server.bus import Bus
-from server.errors import BadRequest, Conflict, ConversationNotFound, SubagentNotFound
-from server.events import ConversationStateUpdateEvent, Event, MessageEvent
-from server.events.ids import new_id
-from server.llm import shared_client
-from server.runtime.answering import PermissionCommands
-from server.runtime.backends import build_backend
-from server.runtime.conversation import ConversationHost
-from server.runtime.forwarding import TopicPublisher
-from server.runtime.ownership import Ownership, owned
-from server.runtime.recovery import close_interrupted_calls, restate_status
-from server.runtime.requests_first import RequestsFirst
-from server.runtime.runs import RunCommands
-from server.runtime.store_faults import STOPPED_BY_STORE, StrandedRuns
-from server.runtime.subagent_commands import SubagentCommands
-from server.runtime.task_manager import TaskManager
-from server.runtime.workspaces import prepare_workspace
-from server.settings import Settings
-from server.store import ConversationRecord, Store
-from server.store.owned import settle
+from ..bus import Bus
+from ..errors import BadRequest, Conflict, ConversationNotFound, SubagentNotFound
+from ..events import ConversationStateUpdateEvent, Event, MessageEvent
+from taskwire_client.ids import new_id
+from ..llm import shared_client
+from .answering import PermissionCommands
+from .backends import build_backend
+from .conversation import ConversationHost
+from .forwarding import TopicPublisher
+from .ownership import Ownership, owned
+from .recovery import close_interrupted_calls, restate_status
+from .requests_first import RequestsFirst
+from .runs import RunCommands
+from .store_faults import STOPPED_BY_STORE, StrandedRuns
+from .subagent_commands import SubagentCommands
+from .task_manager import TaskManager
+from .workspaces import prepare_workspace
+from ..settings import Settings
+from ..store import ConversationRecord, Store
+from ..store.owned import settle
 
 if TYPE_CHECKING:
-    from server.hooks import Hooks
+    from ..hooks import Hooks
 
 log = logging.getLogger(__name__)
 

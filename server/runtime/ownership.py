@@ -33,12 +33,12 @@ from collections import defaultdict
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Protocol, TypeVar
 
-from server.bus import Bus
-from server.errors import BadRequest, StoreUnavailable, Unavailable
-from server.settings import Settings
-from server.store import ConversationRecord, Store
-from server.runtime.store_faults import FENCED
-from server.store.leases import leases_for
+from ..bus import Bus
+from ..errors import BadRequest, StoreUnavailable, Unavailable
+from ..settings import Settings
+from ..store import ConversationRecord, Store
+from .store_faults import FENCED
+from ..store.leases import leases_for
 
 
 class Runtime(Protocol):

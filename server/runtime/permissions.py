@@ -26,8 +26,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Sequence
 
-from server.errors import PermissionNotFound, PermissionResolved, StoreUnavailable
-from server.events import (
+from ..errors import PermissionNotFound, PermissionResolved, StoreUnavailable
+from ..events import (
     ConversationStateUpdateEvent,
     Event,
     PermissionOption,
@@ -35,13 +35,13 @@ from server.events import (
     PermissionResolvedEvent,
     parse_event,
 )
-from server.events.ids import new_event_id
-from server.events.models import PermissionOutcome
-from server.permissions.answers import PermissionAnswer, choose_option, outcome_of, remembered_option
-from server.permissions.ledger import KINDS, PermissionLedger, pending_summary
-from server.permissions.requests import NATIVE_OPTIONS
-from server.runtime.tree import descendants
-from server.store import ConversationRecord, EventQuery, Store
+from taskwire_client.ids import new_event_id
+from taskwire_client.events import PermissionOutcome
+from ..permissions.answers import PermissionAnswer, choose_option, outcome_of, remembered_option
+from ..permissions.ledger import KINDS, PermissionLedger, pending_summary
+from ..permissions.requests import NATIVE_OPTIONS
+from .tree import descendants
+from ..store import ConversationRecord, EventQuery, Store
 
 log = logging.getLogger(__name__)
 

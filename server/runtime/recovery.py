@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from server.events import (
+from ..events import (
     ACPToolCallEvent,
     ActionEvent,
     ConversationStateUpdateEvent,
@@ -23,12 +23,12 @@ from server.events import (
     SubagentFinishedEvent,
     parse_event,
 )
-from server.events.closing import closing_status, closing_text
-from server.permissions.ledger import KINDS as PERMISSION_KINDS
-from server.store import EventQuery, Store
+from ..events.closing import closing_status, closing_text
+from ..permissions.ledger import KINDS as PERMISSION_KINDS
+from ..store import EventQuery, Store
 
 if TYPE_CHECKING:
-    from server.runtime.conversation import ConversationHost
+    from .conversation import ConversationHost
 
 REASON = "the server running it stopped"
 TERMINAL = {"completed", "failed", "cancelled"}

@@ -12,17 +12,17 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from server.errors import BackendError, ConversationRunning, StoreUnavailable
-from server.events import AgentErrorEvent
-from server.runtime.ownership import owned
-from server.runtime.requests_first import RequestsFirst
-from server.runtime.store_faults import FENCED, StrandedRuns, store_reason
-from server.store import ConversationRecord, Store
-from server.telemetry import logcontext
-from server.telemetry.ids import trace_id_hex, trace_id_of
+from ..errors import BackendError, ConversationRunning, StoreUnavailable
+from ..events import AgentErrorEvent
+from .ownership import owned
+from .requests_first import RequestsFirst
+from .store_faults import FENCED, StrandedRuns, store_reason
+from ..store import ConversationRecord, Store
+from ..telemetry import logcontext
+from ..telemetry.ids import trace_id_hex, trace_id_of
 
 if TYPE_CHECKING:
-    from server.runtime.conversation import ConversationHost
+    from .conversation import ConversationHost
 
 log = logging.getLogger(__name__)
 

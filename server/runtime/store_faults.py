@@ -18,10 +18,10 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Protocol
 
-from server.errors import ConversationNotFound, ConversationRunning, StoreUnavailable, Unavailable
+from ..errors import ConversationNotFound, ConversationRunning, StoreUnavailable, Unavailable
 
 if TYPE_CHECKING:
-    from server.store import Store
+    from ..store import Store
 
 log = logging.getLogger(__name__)
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from server.errors import BackendError, BadRequest, SubagentNotFound, Unavailable
-from server.runtime.ownership import owned
-from server.runtime.tree import subagent_entries
-from server.runtime.work_state import add_work_states
-from server.store import ConversationRecord, Store
+from ..errors import BackendError, BadRequest, SubagentNotFound, Unavailable
+from .ownership import owned
+from .tree import subagent_entries
+from .work_state import add_work_states
+from ..store import ConversationRecord, Store
 
 if TYPE_CHECKING:
-    from server.runtime.conversation import ConversationHost
+    from .conversation import ConversationHost
 
 
 class SubagentCommands:

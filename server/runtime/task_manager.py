@@ -13,16 +13,16 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from server.errors import BackendError, StoreUnavailable
-from server.events import MessageEvent
-from server.permissions.policy import NEVER, Approval
-from server.runtime.agent_types import SubagentType
-from server.runtime.conversation import ConversationHost
-from server.runtime.tools.base import ToolResult
-from server.settings import Settings
+from ..errors import BackendError, StoreUnavailable
+from ..events import MessageEvent
+from ..permissions.policy import NEVER, Approval
+from .agent_types import SubagentType
+from .conversation import ConversationHost
+from .tools.base import ToolResult
+from ..settings import Settings
 
 if TYPE_CHECKING:
-    from server.hooks import Hooks
+    from ..hooks import Hooks
 
 RunChild = Callable[[ConversationHost], Awaitable[str | None]]
 

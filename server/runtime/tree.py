@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from server.store import ConversationRecord, EventQuery, Store
+from ..store import ConversationRecord, EventQuery, Store
 
 
 def descendants(tree: Iterable[ConversationRecord], conversation_id: str) -> list[str]:

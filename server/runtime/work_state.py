@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.events import parse_event
-from server.runtime.permissions import read_ledger
-from server.store import EventQuery, Store
+from ..events import parse_event
+from .permissions import read_ledger
+from ..store import EventQuery, Store
 
 WORK_STATE_KEY = "work_state"
 SCAN_PAGES = 5

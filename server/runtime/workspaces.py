@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.errors import InvalidWorkspace
-from server.settings import Settings
+from ..errors import InvalidWorkspace
+from ..settings import Settings
 
 MAX_PATH = 4096
 """Characters a workspace name may hold (Linux's ``PATH_MAX``)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.store.base import (
+from .base import (
     ConversationPage,
     ConversationRecord,
     EventPage,
@@ -18,11 +18,11 @@ def open_store(url: str, *, timeout: float = 10.0) -> Store:
     write waits at most about ``timeout`` seconds for the database (SQLite's lock, a
     PostgreSQL connection) before it fails with ``StoreUnavailable``."""
     if url.startswith("sqlite:"):
-        from server.store.sqlite import SQLiteStore
+        from .sqlite import SQLiteStore
 
         return SQLiteStore(url, timeout=timeout)
     if url.startswith(("postgresql:", "postgres:")):
-        from server.store.postgres import PostgresStore
+        from .postgres import PostgresStore
 
         return PostgresStore(url, timeout=timeout)
     raise ValueError(f"unsupported OH_DATABASE_URL {url!r}: use sqlite:///path or postgresql://...")

@@ -13,9 +13,9 @@ from typing import Any, Callable, Coroutine, Literal, Protocol, Sequence, TypeVa
 
 from pydantic import BaseModel, Field
 
-from server.events import Event, EventRecord, Usage
-from server.events.models import ConversationStatus, utc_now
-from server.store.health import StoreHealth
+from ..events import Event, EventRecord, Usage
+from taskwire_client.events import ConversationStatus, utc_now
+from .health import StoreHealth
 
 T = TypeVar("T")
 SortOrder = Literal["TIMESTAMP", "TIMESTAMP_DESC"]
@@ -39,7 +39,7 @@ class EventQuery:
     source: str | None = None
     body: str | None = None
     """A substring of the text a person reads in the event, under Unicode case folding:
-    ``fold(body) in body_text(event)`` (``server.events.body_text``), never field names."""
+    ``fold(body) in body_text(event)`` (``taskwire.events.body_text``), never field names."""
     timestamp_gte: datetime | None = None
     timestamp_lt: datetime | None = None
     after_seq: int | None = None

@@ -2,7 +2,7 @@
 
 The backends keep one ``events`` table with the same routing columns (``conversation_id``,
 ``seq``, ``kind``, ``source``, ``timestamp``, ``subagent_id``, ``parent_tool_use_id``,
-``json``, and ``body``, the folded text ``body=`` searches: ``server.events.body_text``); what
+``json``, and ``body``, the folded text ``body=`` searches: ``taskwire.events.body_text``); what
 differs (placeholders, how a root id selects the tree's rows, how a folded term is looked for
 in ``body``, a text index that drives a search) is a ``SqlDialect``.
 
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Sequence
 
-from server.events.body_text import MIN_INDEXED, fold
-from server.store.base import EventQuery, SortOrder
-from server.store.rows import timestamp_text
+from ..events.body_text import MIN_INDEXED, fold
+from .base import EventQuery, SortOrder
+from .rows import timestamp_text
 
 MAX_BRANCHES = 16
 """Past this many (stream, kind) combinations, a search filters with ``IN`` instead of merging."""

@@ -35,9 +35,9 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
-from server.errors import StoreUnavailable
-from server.events import Event, EventRecord
-from server.store.rows import event_record
+from ..errors import StoreUnavailable
+from ..events import Event, EventRecord
+from .rows import event_record
 
 
 _YIELD_EVERY = 250

@@ -18,7 +18,7 @@ import logging
 import time
 from typing import Awaitable, Callable
 
-from server.errors import StoreUnavailable
+from ..errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
 

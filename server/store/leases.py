@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from server.store.base import Store
+from .base import Store
 
 if TYPE_CHECKING:  # only the PostgreSQL store needs asyncpg; SQLite servers start without it
-    from server.store.postgres_pool import PostgresPool
+    from .postgres_pool import PostgresPool
 
 _ACQUIRE = """
 INSERT INTO leases (conversation_id, owner, expires_at)
@@ -76,7 +76,7 @@ class PostgresLeases:
 def leases_for(store: Store) -> PostgresLeases | None:
     """Leases shared by every replica of ``store``'s database, or ``None`` when the store is
     one machine's (SQLite): then every conversation is this process's."""
-    from server.store.postgres import PostgresStore
+    from .postgres import PostgresStore
 
     if isinstance(store, PostgresStore):
         return PostgresLeases(store.pool)

@@ -20,11 +20,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from server.errors import InvalidPageId
-from server.events import EventRecord
-from server.store.base import MAX_PAGE, MAX_SEQ, ConversationPage, ConversationRecord, EventPage, EventQuery, SortOrder
-from server.store.filters import SqlDialect, Window, search_sql
-from server.store.rows import timestamp_text
+from ..errors import InvalidPageId
+from ..events import EventRecord
+from .base import MAX_PAGE, MAX_SEQ, ConversationPage, ConversationRecord, EventPage, EventQuery, SortOrder
+from .filters import SqlDialect, Window, search_sql
+from .rows import timestamp_text
 
 MAX_PAGE_ID = 1024
 """Characters a ``page_id`` may hold; this server's are far shorter."""

@@ -23,19 +23,19 @@ from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 import asyncpg
 
-from server.errors import StoreUnavailable
-from server.events import Event, EventRecord
-from server.store.base import MAX_PAGE, EventPage, EventQuery, SortOrder
-from server.store.filters import SqlDialect, count_sql, counted_sql, indexed_term
-from server.store.group_commit import GroupCommit, OnStored
-from server.store.health import StoreHealth
-from server.store.pagination import event_page, event_search_sql
-from server.store.postgres_conversations import PostgresConversationStore
-from server.store.postgres_pool import PostgresPool
-from server.store.postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
-from server.store.postgres_text import BEHIND, TEXT_PLAN, body_match, index_some, text_branches, text_search
-from server.store.rows import check_deletable, event_record
-from server.store.server_secrets import PAGE_KEY, draw, postgres_secret
+from ..errors import StoreUnavailable
+from ..events import Event, EventRecord
+from .base import MAX_PAGE, EventPage, EventQuery, SortOrder
+from .filters import SqlDialect, count_sql, counted_sql, indexed_term
+from .group_commit import GroupCommit, OnStored
+from .health import StoreHealth
+from .pagination import event_page, event_search_sql
+from .postgres_conversations import PostgresConversationStore
+from .postgres_pool import PostgresPool
+from .postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
+from .postgres_text import BEHIND, TEXT_PLAN, body_match, index_some, text_branches, text_search
+from .rows import check_deletable, event_record
+from .server_secrets import PAGE_KEY, draw, postgres_secret
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -7,17 +7,17 @@ from typing import Any
 
 import asyncpg
 
-from server.errors import ConversationNotFound
-from server.events.models import utc_now
-from server.store.base import MAX_PAGE, ConversationPage, ConversationRecord
-from server.store.pagination import (
+from ..errors import ConversationNotFound
+from taskwire_client.events import utc_now
+from .base import MAX_PAGE, ConversationPage, ConversationRecord
+from .pagination import (
     ConversationCursor,
     check_page_request,
     decode_conversation_page_id,
     encode_conversation_page_id,
 )
-from server.store.postgres_pool import PostgresPool
-from server.store.rows import CONVERSATION_COLUMNS, conversation_row, updated_conversation
+from .postgres_pool import PostgresPool
+from .rows import CONVERSATION_COLUMNS, conversation_row, updated_conversation
 
 _INSERT = (
     f"INSERT INTO conversations ({', '.join(CONVERSATION_COLUMNS)}) VALUES ($1, $2, $3, $4, $5, $6, $7) "

@@ -23,10 +23,10 @@ from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import asyncpg
 
-from server.errors import StoreUnavailable
-from server.store.health import StoreHealth
-from server.store.owned import OwnedWrites, open_whole
-from server.store.postgres_schema import create_pool, describe, migrate
+from ..errors import StoreUnavailable
+from .health import StoreHealth
+from .owned import OwnedWrites, open_whole
+from .postgres_schema import create_pool, describe, migrate
 
 T = TypeVar("T")
 

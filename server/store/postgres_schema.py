@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import asyncpg
 
-from server.store import postgres_text
-from server.store.schema import EVENT_INDEXES, pending_migrations
+from . import postgres_text
+from .schema import EVENT_INDEXES, pending_migrations
 
 _V1 = """
 CREATE TABLE trees (

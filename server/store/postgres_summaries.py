@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from server.store.base import EventQuery
-from server.store.filters import SqlDialect, Window, time_window_sql, window_from_row
+from .base import EventQuery
+from .filters import SqlDialect, Window, time_window_sql, window_from_row
 
 if TYPE_CHECKING:
-    from server.store.postgres_pool import PostgresPool
+    from .postgres_pool import PostgresPool
 
 FOLD_AFTER = 1_000
 """Events past a tree's mark before they are folded into its summaries."""

@@ -1,6 +1,6 @@
 """Body text search on PostgreSQL: the folded text column, its ``pg_trgm`` index, and the fill.
 
-Every event row holds ``body``, its folded readable text (``server.events.body_text``), written
+Every event row holds ``body``, its folded readable text (``taskwire.events.body_text``), written
 at append. A term is looked for with ``LIKE`` (``%``, ``_``, ``\\`` escaped): exact, since
 both sides are folded, in Python.
 
@@ -28,10 +28,10 @@ from typing import Any, Callable
 
 import asyncpg
 
-from server.events.body_text import stored_body_text
-from server.store.base import EventQuery
-from server.store.filters import like_pattern
-from server.store.text_fill import FILL_BATCH, FillProgress
+from ..events.body_text import stored_body_text
+from .base import EventQuery
+from .filters import like_pattern
+from .text_fill import FILL_BATCH, FillProgress
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from server.errors import BadRequest, ConversationNotFound
-from server.events import Event, EventRecord
-from server.events.body_text import body_text
-from server.events.models import _utc_z as _wire_timestamp
-from server.store.base import ConversationRecord
+from ..errors import BadRequest, ConversationNotFound
+from ..events import Event, EventRecord
+from ..events.body_text import body_text
+from taskwire_client.events import _utc_z as _wire_timestamp
+from .base import ConversationRecord
 
 
 def timestamp_text(value: datetime) -> str:

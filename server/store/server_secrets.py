@@ -12,8 +12,8 @@ import secrets
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from server.store.postgres_pool import PostgresPool
-    from server.store.sqlite_database import SQLiteDatabase
+    from .postgres_pool import PostgresPool
+    from .sqlite_database import SQLiteDatabase
 
 PAGE_KEY = "page_id_hmac"
 """The HMAC key of ``page_id`` tokens."""

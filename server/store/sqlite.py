@@ -13,17 +13,17 @@ from typing import Any, Callable, Coroutine, Sequence, TypeVar
 
 import aiosqlite
 
-from server.events import Event, EventRecord
-from server.store.base import MAX_PAGE, ConversationRecord, EventPage, EventQuery, SortOrder
-from server.store.filters import Window, count_sql, counted_sql
-from server.store.group_commit import GroupCommit, OnStored
-from server.store.health import StoreHealth
-from server.store.pagination import event_page, event_search_sql
-from server.store.rows import check_deletable
-from server.store.server_secrets import PAGE_KEY, draw, sqlite_secret
-from server.store.sqlite_conversations import SQLiteConversationStore
-from server.store.sqlite_database import SQLiteDatabase
-from server.store.sqlite_writer import COLUMNS, DIALECT, FOLD_AFTER, SQLiteEventWriter
+from ..events import Event, EventRecord
+from .base import MAX_PAGE, ConversationRecord, EventPage, EventQuery, SortOrder
+from .filters import Window, count_sql, counted_sql
+from .group_commit import GroupCommit, OnStored
+from .health import StoreHealth
+from .pagination import event_page, event_search_sql
+from .rows import check_deletable
+from .server_secrets import PAGE_KEY, draw, sqlite_secret
+from .sqlite_conversations import SQLiteConversationStore
+from .sqlite_database import SQLiteDatabase
+from .sqlite_writer import COLUMNS, DIALECT, FOLD_AFTER, SQLiteEventWriter
 
 
 _SEARCH_COLUMNS = ", ".join(COLUMNS)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import functools
 from typing import Any, Sequence
 
-from server.errors import ConversationNotFound
-from server.events.models import utc_now
-from server.store.base import MAX_PAGE, ConversationPage, ConversationRecord
-from server.store.pagination import check_page_request, conversation_page, decode_conversation_page_id
-from server.store.rows import CONVERSATION_COLUMNS, conversation_patch, conversation_row
-from server.store.sqlite_database import SQLiteDatabase
+from ..errors import ConversationNotFound
+from taskwire_client.events import utc_now
+from .base import MAX_PAGE, ConversationPage, ConversationRecord
+from .pagination import check_page_request, conversation_page, decode_conversation_page_id
+from .rows import CONVERSATION_COLUMNS, conversation_patch, conversation_row
+from .sqlite_database import SQLiteDatabase
 
 _INSERT = (
     f"INSERT INTO conversations ({', '.join(CONVERSATION_COLUMNS)}) "

@@ -28,13 +28,13 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence, 
 
 import aiosqlite
 
-from server.errors import StoreUnavailable
-from server.store.health import StoreHealth
-from server.store.owned import OwnedWrites, open_whole
-from server.store.sqlite_faults import fault
-from server.store.sqlite_schema import MEMORY, connect, database_path, migrate
-from server.store.sqlite_statements import StatementGroups
-from server.store.write_lock import WriteLock
+from ..errors import StoreUnavailable
+from .health import StoreHealth
+from .owned import OwnedWrites, open_whole
+from .sqlite_faults import fault
+from .sqlite_schema import MEMORY, connect, database_path, migrate
+from .sqlite_statements import StatementGroups
+from .write_lock import WriteLock
 
 log = logging.getLogger(__name__)
 

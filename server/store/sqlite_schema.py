@@ -22,8 +22,8 @@ import aiosqlite
 
 import sqlite3
 
-from server.store.schema import EVENT_INDEXES, pending_migrations
-from server.store import sqlite_text
+from .schema import EVENT_INDEXES, pending_migrations
+from . import sqlite_text
 
 MEMORY = ":memory:"
 

@@ -22,8 +22,8 @@ from typing import Any, AsyncContextManager, Callable, Iterable, Sequence
 
 import aiosqlite
 
-from server.store.owned import OwnedWrites, settle
-from server.store.sqlite_faults import fault
+from .owned import OwnedWrites, settle
+from .sqlite_faults import fault
 
 GROUP = 64
 """Statements run in one trip at most (each is a record's write: about 50 microseconds in

@@ -1,6 +1,6 @@
 """Body text search on SQLite: the folded text column, its FTS5 trigram index, and the fill.
 
-Every event row holds ``body``, its folded readable text (``server.events.body_text``), written
+Every event row holds ``body``, its folded readable text (``taskwire.events.body_text``), written
 at append. ``event_text`` is a contentless FTS5 table over it with the ``trigram`` tokenizer
 (SQLite 3.34 or newer), which finds the rows holding every trigram of a term of three
 characters or more; ``instr`` on ``body`` then keeps those that hold the term itself. Each
@@ -36,9 +36,9 @@ from typing import Any, Callable
 
 import aiosqlite
 
-from server.events.body_text import stored_body_text
-from server.store.base import EventQuery
-from server.store.text_fill import FILL_BATCH, FillProgress
+from ..events.body_text import stored_body_text
+from .base import EventQuery
+from .text_fill import FILL_BATCH, FillProgress
 
 TREE_SHIFT = 36
 """Bits of ``seq`` in an index rowid: up to 2**36 (68 billion) events a tree, 2**27 trees."""

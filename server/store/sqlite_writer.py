@@ -27,11 +27,11 @@ from typing import Any, Iterable, Sequence
 
 import aiosqlite
 
-from server.events import EventRecord
-from server.store.base import EventQuery
-from server.store.filters import SqlDialect, Window, time_window_sql, window_from_row
-from server.store.sqlite_database import SQLiteDatabase
-from server.store.sqlite_text import (
+from ..events import EventRecord
+from .base import EventQuery
+from .filters import SqlDialect, Window, time_window_sql, window_from_row
+from .sqlite_database import SQLiteDatabase
+from .sqlite_text import (
     BEHIND, INDEX_BACKLOG, INDEX_CHUNK, INDEX_QUIET, INDEX_TREES, body_match, index_some_sql, text_branches,
 )
 

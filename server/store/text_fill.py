@@ -1,6 +1,6 @@
 """Filling in the search text of events stored before it was kept: what both backends share.
 
-The text is derived in Python (``server.events.body_text.stored_body_text``), so a migration
+The text is derived in Python (``taskwire.events.body_text.stored_body_text``), so a migration
 that adds it cannot be one SQL statement: each backend reads its events in batches, computes
 their text, and writes it back, one transaction a batch, keeping a mark of where it is so a
 restart goes on from there. A million events take a while (BENCHMARKS.md), and the server

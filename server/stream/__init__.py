@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from server.stream.close_codes import CloseCode
-from server.stream.event_stream import EventStream
-from server.stream.schema import EventSchema
-from server.stream.view import SubagentNode, SubagentsParam
+from taskwire_client.close_codes import CloseCode
+from .event_stream import EventStream
+from .schema import EventSchema
+from .view import SubagentNode, SubagentsParam
 
 __all__ = ["CloseCode", "EventSchema", "EventStream", "SubagentNode", "SubagentsParam"]

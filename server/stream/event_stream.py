@@ -5,7 +5,7 @@ stream's store queries, hands it bus records, and writes the frames it produces.
 decides everything else:
 
 - resume: it starts after ``after_seq`` and knows the ``seq`` to resume from (``resume_seq``);
-- filters: which streams of the tree the subscriber sees (``server.stream.view``);
+- filters: which streams of the tree the subscriber sees (``taskwire.stream.view``);
 - order: frames go out in ``seq`` order, never a duplicate (a record at or below the cursor is
   dropped), never a gap: a bus record whose ``prev_seq`` is past the cursor means the bus lost
   something, and the stream asks the store for that range before going on;
@@ -41,11 +41,11 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Iterable, Mapping
 
-from server.events import EventRecord
-from server.store import EventQuery
-from server.stream.close_codes import CloseCode
-from server.stream.schema import EventSchema, wire_json
-from server.stream.view import SubagentNode, SubagentsParam, View, ViewKind
+from ..events import EventRecord
+from ..store import EventQuery
+from taskwire_client.close_codes import CloseCode
+from .schema import EventSchema, wire_json
+from .view import SubagentNode, SubagentsParam, View, ViewKind
 
 TreeEntry = SubagentNode | Mapping[str, Any]
 

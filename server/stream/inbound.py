@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from server.errors import BadRequest, TaskwireError
+from ..errors import BadRequest, TaskwireError
 
 
 def _utf8(text: str) -> str:

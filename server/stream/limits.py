@@ -8,7 +8,7 @@ from collections import Counter
 from contextlib import contextmanager
 from typing import Generic, Hashable, Iterator, TypeVar
 
-from server.stream.close_codes import CloseCode
+from taskwire_client.close_codes import CloseCode
 
 T = TypeVar("T", bound=Hashable)
 

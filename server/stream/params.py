@@ -7,9 +7,9 @@ from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from server.errors import BadRequest
-from server.stream.schema import CURRENT_SCHEMA
-from server.stream.view import SubagentsParam
+from ..errors import BadRequest
+from .schema import CURRENT_SCHEMA
+from .view import SubagentsParam
 
 
 class StreamParams(BaseModel):

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Literal
 
-from server.events import EventRecord
+from ..events import EventRecord
 
 EventSchema = Literal[1, 2]
 CURRENT_SCHEMA: EventSchema = 2

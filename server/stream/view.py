@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping
 
-from server.events import EventRecord
-from server.store import ConversationRecord
+from ..events import EventRecord
+from ..store import ConversationRecord
 
 SubagentsParam = Literal["all", "none"]
 

@@ -21,8 +21,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.events import EventRecord
-from server.telemetry.spans import MAX_CONTENT_CHARS, clip
+from ..events import EventRecord
+from .spans import MAX_CONTENT_CHARS, clip
 
 MAX_HISTORY_CHARS = 65_536
 """A conversation's messages kept for its next ``chat`` span, in characters of JSON."""

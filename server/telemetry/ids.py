@@ -1,6 +1,6 @@
 """Trace and span ids derived from event ids, so a span names the record it started at.
 
-Event ids are UUIDv7 (``server.events.ids``): the whole 128 bits make a trace id, the low 64
+Event ids are UUIDv7 (``taskwire_client.ids``): the whole 128 bits make a trace id, the low 64
 bits (62 of them random) a span id. Deriving them, rather than drawing new ones, means the same
 records always give the same trace: a run's log lines carry its trace id before any span is
 exported, and a span leads back to its first event.

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from datetime import datetime, timezone
 from typing import TextIO
 
-from server.telemetry import logcontext
+from . import logcontext
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s%(taskwire_context)s"
 INCOMPLETE_RESPONSE = "ASGI callable returned without completing response"

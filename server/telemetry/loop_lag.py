@@ -13,7 +13,7 @@ import contextlib
 import gc
 import time
 
-from server.telemetry.histogram import Histogram
+from .histogram import Histogram
 
 LAG_SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 """Buckets for the loop's lag: under a millisecond while the loop keeps up."""

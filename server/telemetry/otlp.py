@@ -16,21 +16,21 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-import server
-from server.telemetry.spans import SpanData
+from .. import __version__
+from .spans import SpanData
 
 EXPORT_BATCH = 512
 """Spans per OTLP request."""
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_SCOPE = InstrumentationScope("taskwire", server.__version__)
+_SCOPE = InstrumentationScope("taskwire", __version__)
 
 
 def resource_for(replica_id: str) -> Resource:
     """The resource of every span: the environment's (``OTEL_SERVICE_NAME``,
     ``OTEL_RESOURCE_ATTRIBUTES``) over taskwire's version and replica id; ``service.name`` is
     ``taskwire`` unless the environment names it."""
-    ours = Resource({"service.version": server.__version__, "service.instance.id": replica_id})
+    ours = Resource({"service.version": __version__, "service.instance.id": replica_id})
     resource = ours.merge(Resource.create({}))  # the argument of merge wins
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": "taskwire"}))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from server.events import EventRecord
+from ..events import EventRecord
 
 RUN_ENDS = {"finished", "paused", "error"}
 TOKEN_TYPES = {"input": "input_tokens", "output": "output_tokens", "cache_read": "cache_read_tokens"}

@@ -24,11 +24,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.events import EventRecord
-from server.telemetry.chat_history import ChatHistory
-from server.telemetry import spans as a
-from server.telemetry.ids import span_id_of, trace_id_of
-from server.telemetry.spans import SpanData, clip, unix_ns
+from ..events import EventRecord
+from .chat_history import ChatHistory
+from . import spans as a
+from .ids import span_id_of, trace_id_of
+from .spans import SpanData, clip, unix_ns
 
 ENDS_RUN = {"finished", "paused", "error", "idle"}
 TOOL_ERRORS = {"failed", "cancelled"}

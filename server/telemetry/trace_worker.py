@@ -5,7 +5,7 @@ millisecond a span); in the server's process it would slow the agents it traces.
 server only queues records and ships them here in batches (``RecordTracer``); this process
 runs the ``SpanBuilder`` and the SDK's exporter. One worker per server, fed in order.
 
-Run as ``python -m server.telemetry.trace_worker``; it speaks frames on stdin and stdout (a
+Run as ``python -m taskwire.telemetry.trace_worker``; it speaks frames on stdin and stdout (a
 4-byte big-endian length, then a pickle): first the config ``(capture_content, replica_id,
 environ, log_format, log_level)``, then ``("trace", rows)`` or ``("finish", end_ns)``, each
 answered by its ``Stats``. It ends after ``finish``, or when its stdin closes (the server is gone).
@@ -21,10 +21,10 @@ import struct
 import sys
 from typing import Any, BinaryIO, Mapping, Sequence
 
-from server.child_processes import ignore_stop_signals
-from server.events import EventRecord
-from server.telemetry.otlp import SpanExport
-from server.telemetry.span_builder import SpanBuilder
+from ..child_processes import ignore_stop_signals
+from ..events import EventRecord
+from .otlp import SpanExport
+from .span_builder import SpanBuilder
 
 RecordRow = tuple[str, str, "int | None", str, str, str, str, "str | None", "str | None", str]
 """An ``EventRecord``'s fields in order: a tuple pickles fifty times faster than the record."""
@@ -93,7 +93,7 @@ def _read(stream: BinaryIO) -> Any:
 
 
 def main() -> int:
-    from server.telemetry.logs import configure_logging
+    from .logs import configure_logging
 
     ignore_stop_signals()
     stdin = sys.stdin.buffer

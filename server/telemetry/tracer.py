@@ -21,12 +21,12 @@ import time
 from collections import deque
 from typing import Any, Mapping
 
-from server.child_processes import OWN_GROUP
-from server.environment import peer_environment
-from server.events import EventRecord
-from server.settings import Settings
-from server.telemetry import trace_worker
-from server.telemetry.span_builder import KINDS
+from ..child_processes import OWN_GROUP
+from ..environment import peer_environment
+from ..events import EventRecord
+from ..settings import Settings
+from . import trace_worker
+from .span_builder import KINDS
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ class RecordTracer:
 
     async def _spawn(self) -> None:
         self._process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "server.telemetry.trace_worker",
+            sys.executable, "-m", f"{__package__}.trace_worker",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             env=peer_environment({}),  # never an OH_* setting (server/environment.py)
             **OWN_GROUP,  # a stop signalled to our group reaches us only; stop() ends it in order

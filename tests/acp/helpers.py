@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from server.acp.child_sessions import ChildSessions
-from server.acp.mapping import Action, Emit, SessionMapper
-from server.events import ACPToolCallEvent, Event
+from taskwire.acp.child_sessions import ChildSessions
+from taskwire.acp.mapping import Action, Emit, SessionMapper
+from taskwire.events import ACPToolCallEvent, Event
 from tests.api.helpers import all_events
 from tests.servers import RunningServer
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from server.acp.child_sessions import ChildSessions
-from server.acp.mapping import Action, FinishSubagent, SessionMapper, StartSubagent, SubagentWorkState
-from server.events import ACPToolCallEvent, MessageEvent
-from server.acp.toolcalls import text_of
+from taskwire.acp.child_sessions import ChildSessions
+from taskwire.acp.mapping import Action, FinishSubagent, SessionMapper, StartSubagent, SubagentWorkState
+from taskwire.events import ACPToolCallEvent, MessageEvent
+from taskwire.acp.toolcalls import text_of
 from tests.acp.helpers import FIXTURE, HERE, NATIVE_CANCEL_FIXTURE, emitted, replay, replay_native, tool_events
 
 AGENT_A, AGENT_B = "toolu_main_1_1_0007", "toolu_main_1_2_0008"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from server.acp.mapping import CloseReason, FinishSubagent, SessionMapper, StartSubagent
-from server.events import MessageEvent, StreamingDeltaEvent, SubagentFinishedEvent
+from taskwire.acp.mapping import CloseReason, FinishSubagent, SessionMapper, StartSubagent
+from taskwire.events import MessageEvent, StreamingDeltaEvent, SubagentFinishedEvent
 from tests.acp.helpers import agent_call, chunk, emitted, feed, tool_call, tool_events, update
 
 

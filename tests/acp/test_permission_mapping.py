@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from server.acp.mapping import SessionMapper
-from server.acp.peer_permissions import asked_permission, offered_options, peer_answer, policy_answer
+from taskwire.acp.mapping import SessionMapper
+from taskwire.acp.peer_permissions import asked_permission, offered_options, peer_answer, policy_answer
 from tests.acp.test_permissions import RECORDING
 
 

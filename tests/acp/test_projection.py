@@ -8,8 +8,8 @@ from typing import Any
 
 from acp.schema import SessionNotification
 
-from server.acp.projection import ACPProjection, RunEnded, Update
-from server.events import (
+from taskwire.acp.projection import ACPProjection, RunEnded, Update
+from taskwire.events import (
     ACPToolCallEvent,
     ActionEvent,
     AgentErrorEvent,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from server.runtime.agent_types import PROJECT_ROOT
+from taskwire.runtime.agent_types import PROJECT_ROOT
 from tests.acp.helpers import assert_stamped, assert_unstamped, last_per_call, wait_for_event
 from tests.api.helpers import all_events
 from tests.api.socket_client import next_frame, open_socket

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from server.acp.toolcalls import text_of
-from server.runtime.agent_types import PROJECT_ROOT
+from taskwire.acp.toolcalls import text_of
+from taskwire.runtime.agent_types import PROJECT_ROOT
 from tests.acp.helpers import HERE, assert_stamped, last_per_call, wait_for_event
 from tests.acp.test_real_claude_code import CLAUDE_AGENT_ACP, SCRIPTS, claude_env, need_claude_agent_acp, run_watched
 from tests.api.helpers import all_events

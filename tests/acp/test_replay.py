@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from server.acp.mapping import FinishSubagent, StartSubagent
-from server.events import MessageEvent
+from taskwire.acp.mapping import FinishSubagent, StartSubagent
+from taskwire.events import MessageEvent
 from tests.acp.helpers import emitted, replay, tool_events
 
 AGENT_A, AGENT_B = "toolu_main_1_1_0007", "toolu_main_1_2_0008"

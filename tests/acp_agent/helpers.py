@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "clients" / "acp" / "drive.mjs"
 SDK = REPO / "clients" / "acp" / "node_modules" / "@agentclientprotocol" / "sdk"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
-TASKWIRE_ACP = [sys.executable, "-m", "server.cli", "acp"]
+TASKWIRE_ACP = [sys.executable, "-m", "taskwire.cli", "acp"]
 RUN_TIMEOUT = 120.0
 
 

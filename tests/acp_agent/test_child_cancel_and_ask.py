@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from server.llm.mock_server import create_mock_app
+from taskwire.llm.mock_server import create_mock_app
 from tests.acp_agent.helpers import SCRIPTS, TASKWIRE_ACP, Transcript, drive, embedded_env
 from tests.acp_agent.test_permissions import ALLOW_A_REJECT_B, SCRIPT, answered, asking_agent
 from tests.acp_agent.test_permissions import steps as asking_steps

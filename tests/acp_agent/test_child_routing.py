@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.acp.child_session_projection import ChildSessionProjection
-from server.acp.projection import ACPProjection
-from server.acp.updates import Output, Settled, Update
+from taskwire.acp.child_session_projection import ChildSessionProjection
+from taskwire.acp.projection import ACPProjection
+from taskwire.acp.updates import Output, Settled, Update
 
 ROOT = "root"
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from server.acp.mapping import SessionMapper, StartSubagent
+from taskwire.acp.mapping import SessionMapper, StartSubagent
 from tests.acp_agent.helpers import SCRIPTS, Transcript, by_call, drive, embedded_env, final_status, same_updates, stamp, texts
 from tests.servers import isolated_settings, taskwire_server
 

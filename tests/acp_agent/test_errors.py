@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from server.cli.acp import store_lock
+from taskwire.cli.acp import store_lock
 from tests.acp_agent.helpers import REPO, SCRIPTS, TASKWIRE_ACP, by_call, drive, embedded_env
 
 FAILING = json.dumps({"lanes": [{"name": "main", "turns": [{"error": "the model is down"}]}]})
@@ -57,7 +57,7 @@ async def test_failures_and_bad_requests_are_json_rpc_errors_with_the_reason(tmp
 
 def test_stdout_carries_only_the_protocol() -> None:
     """A stray print lands on stderr: the protocol keeps its own copy of stdout."""
-    code = "from server.cli.acp import claim_stdout; import os; fd = claim_stdout(); print('stray', flush=True); os.write(fd, b'protocol\\n')"
+    code = "from taskwire.cli.acp import claim_stdout; import os; fd = claim_stdout(); print('stray', flush=True); os.write(fd, b'protocol\\n')"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, timeout=60)
     assert (done.stdout, done.stderr) == (b"protocol\n", b"stray\n")
 

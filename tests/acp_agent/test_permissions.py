@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from server.llm.mock_server import create_mock_app
+from taskwire.llm.mock_server import create_mock_app
 from tests.acp_agent.helpers import TASKWIRE_ACP, Transcript, by_call, drive, embedded_env, final_status
 from tests.acp_agent.helpers import stamp as stamp_of
 from tests.permissions.helpers import finish, lane, task, terminal, wait_pending

@@ -29,7 +29,7 @@ def write_taskwire_acp_type(workspace: Path, inner: Path) -> None:
     front = {
         "name": "taskwire-acp",
         "description": "taskwire itself, over ACP.",
-        "agent": {"kind": "acp", "command": sys.executable, "args": ["-m", "server.cli", "acp"],
+        "agent": {"kind": "acp", "command": sys.executable, "args": ["-m", "taskwire.cli", "acp"],
                   "env": {k: v for k, v in env.items() if k.startswith("OH_")}, "session_mode": None},
     }
     folder = workspace / ".agents" / "agents"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from server.events import Event
+from taskwire.events import Event
 
 OPENERS = {"TEXT_MESSAGE_START": "text", "TOOL_CALL_START": "tool", "REASONING_START": "span",
            "REASONING_MESSAGE_START": "reasoning"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from server.events import EVENT_KINDS
+from taskwire.events import EVENT_KINDS
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "agui.md").read_text()
 SOURCES = Path(__file__).resolve().parents[2] / "server"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from server.agui import RunAgentInput
-from server.errors import BadRequest, InvalidBody
+from taskwire.agui import RunAgentInput
+from taskwire.errors import BadRequest, InvalidBody
 
 
 def body(**fields: Any) -> bytes:

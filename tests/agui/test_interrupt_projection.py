@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.agui import AguiProjection
-from server.events import ActionEvent, ConversationStateUpdateEvent, MessageEvent, PermissionRequestEvent
-from server.permissions.requests import NATIVE_OPTIONS
+from taskwire.agui import AguiProjection
+from taskwire.events import ActionEvent, ConversationStateUpdateEvent, MessageEvent, PermissionRequestEvent
+from taskwire.permissions.requests import NATIVE_OPTIONS
 from tests.agui.checks import Log, assert_valid
 
 THREAD = "thread-1"

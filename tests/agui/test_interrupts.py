@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from server.llm.mock_server import create_mock_app
+from taskwire.llm.mock_server import create_mock_app
 from tests.agui.client import assert_accepted, events, of_type, run_client
 from tests.agui.sse_client import read_all, run_input
 from tests.agui.test_routes import assert_error

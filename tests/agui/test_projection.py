@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.agui import AguiProjection, SubagentInfo
-from server.events import (
+from taskwire.agui import AguiProjection, SubagentInfo
+from taskwire.events import (
     ACPToolCallEvent,
     ActionEvent,
     AgentErrorEvent,

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.stream import CloseCode
+from taskwire.stream import CloseCode
 from tests.agui.checks import assert_valid
 from tests.agui.sse_client import frames_of, read_all, run_input
 from tests.api.helpers import all_events, create, scripted_agent

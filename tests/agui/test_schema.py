@@ -9,8 +9,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from server.agui import AguiProjection, SubagentInfo
-from server.events import (
+from taskwire.agui import AguiProjection, SubagentInfo
+from taskwire.events import (
     EVENT_KINDS,
     ACPToolCallEvent,
     ConversationStateUpdateEvent,
@@ -22,7 +22,7 @@ from server.events import (
     SubagentFinishedEvent,
     SubagentStartedEvent,
 )
-from server.permissions.requests import NATIVE_OPTIONS
+from taskwire.permissions.requests import NATIVE_OPTIONS
 from tests.acp.helpers import FIXTURE as ACP_RECORDING
 from tests.acp.helpers import fake_agent
 from tests.agui.checks import Log, assert_valid, wire

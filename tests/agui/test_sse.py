@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.agui import encode_frames, parse_last_event_id
-from server.errors import BadRequest
+from taskwire.agui import encode_frames, parse_last_event_id
+from taskwire.errors import BadRequest
 
 
 def test_each_event_is_an_id_line_and_one_data_line() -> None:

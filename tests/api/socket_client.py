@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from server.events import MessageEvent
+from taskwire.events import MessageEvent
 from tests.api.helpers import all_events
 from tests.servers import RunningServer
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from server.llm.mock_server import create_mock_app
-from server.llm.script import UNSCRIPTED_REPLY
+from taskwire.llm.mock_server import create_mock_app
+from taskwire.llm.script import UNSCRIPTED_REPLY
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server, wait_for_status
 

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from server.events import ActionEvent, MessageEvent, ObservationEvent
+from taskwire.events import ActionEvent, MessageEvent, ObservationEvent
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import RunningServer
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from server.events.models import EVENT_KINDS
+from taskwire_client.events import EVENT_KINDS
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.api.socket_client import next_frame, open_socket
 from tests.api.test_subagents import chain_script

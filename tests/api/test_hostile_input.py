@@ -10,7 +10,7 @@ from typing import AsyncIterator
 import httpx
 import pytest
 
-from server.settings import WebhookSpec
+from taskwire.settings import WebhookSpec
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import RunningServer, isolated_settings, taskwire_server, wait_for_status
 from tests.services import postgres_schema_url

@@ -7,7 +7,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from server.stream import CloseCode
+from taskwire.stream import CloseCode
 from tests.agui.sse_client import frames_of
 from tests.api.socket_client import next_frame, open_socket, produce, read_until_closed
 from tests.servers import RunningServer, isolated_settings, taskwire_server

@@ -11,8 +11,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from server.api.serving import PRE_AUTH_MAX_MESSAGE
-from server.stream import CloseCode
+from taskwire.api.serving import PRE_AUTH_MAX_MESSAGE
+from taskwire.stream import CloseCode
 from tests.api.helpers import create
 from tests.api.socket_client import next_frame, open_socket, read_until_closed, read_until_seq, stored_seqs
 from tests.servers import RunningServer, isolated_settings, taskwire_server

@@ -10,8 +10,8 @@ from typing import AsyncIterator
 
 import pytest
 
-from server.events import MessageEvent, ObservationEvent
-from server.stream import CloseCode
+from taskwire.events import MessageEvent, ObservationEvent
+from taskwire.stream import CloseCode
 from tests.api.helpers import create
 from tests.api.socket_client import (
     WAIT,

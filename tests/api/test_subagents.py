@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from server.llm.mock_server import create_mock_app
+from taskwire.llm.mock_server import create_mock_app
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server, wait_for_status
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request, Response
 
-from server.settings import WebhookSpec
+from taskwire.settings import WebhookSpec
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import isolated_settings, serve_app, taskwire_server, wait_for_status
 

@@ -25,7 +25,7 @@ import servers  # noqa: E402
 import tree_clients  # noqa: E402
 import trees  # noqa: E402
 
-from server.llm.script import Script  # noqa: E402
+from taskwire.llm.script import Script  # noqa: E402
 
 
 @pytest.mark.parametrize("server", ["taskwire", "langgraph"])

@@ -20,8 +20,8 @@ import peer_setup  # noqa: E402
 import taskwire_events  # noqa: E402
 from workload import MESSAGE_EVERY, RARE_WORD, item  # noqa: E402
 
-from server.store import EventQuery  # noqa: E402
-from server.store.sqlite import SQLiteStore  # noqa: E402
+from taskwire.store import EventQuery  # noqa: E402
+from taskwire.store.sqlite import SQLiteStore  # noqa: E402
 
 
 def test_the_workload_is_one_user_message_in_a_hundred_then_calls_and_their_outputs() -> None:

@@ -9,8 +9,8 @@ from typing import AsyncIterator
 
 import pytest
 
-from server.bus import Bus
-from server.bus.memory import MemoryBus
+from taskwire.bus import Bus
+from taskwire.bus.memory import MemoryBus
 from tests.bus.redis_pair import RedisPair
 from tests.services import REDIS_URL, need_redis
 

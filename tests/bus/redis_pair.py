@@ -6,8 +6,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from server.bus.redis import RedisBus, RedisSubscription
-from server.events import EventRecord
+from taskwire.bus.redis import RedisBus, RedisSubscription
+from taskwire.events import EventRecord
 
 
 class RedisPair:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.bus.commands import command_result, run_command
-from server.errors import StoreUnavailable, Unavailable
+from taskwire.bus.commands import command_result, run_command
+from taskwire.errors import StoreUnavailable, Unavailable
 
 
 async def test_a_store_failure_on_the_owner_is_a_503_with_retry_after_on_the_asker() -> None:

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from server.bus import Bus, Overflow
-from server.events import EventRecord, MessageEvent
+from taskwire.bus import Bus, Overflow
+from taskwire.events import EventRecord, MessageEvent
 
 WAIT = 30  # seconds: generous, only ever reached when something is broken
 

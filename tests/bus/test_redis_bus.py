@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from server.bus.redis import RedisBus
-from server.errors import ConversationRunning, SubagentNotFound, TaskwireError, Unavailable
-from server.events import EventRecord, MessageEvent
+from taskwire.bus.redis import RedisBus
+from taskwire.errors import ConversationRunning, SubagentNotFound, TaskwireError, Unavailable
+from taskwire.events import EventRecord, MessageEvent
 from tests.services import REDIS_URL, need_redis, private_redis, wait_until
 
 WAIT = 30  # seconds: generous, only ever reached when something is broken

@@ -11,8 +11,8 @@ from typing import Any
 
 import claude_agent_sdk
 
-from server.llm.mock_server import create_mock_app
-from server.llm.script import Script
+from taskwire.llm.mock_server import create_mock_app
+from taskwire.llm.script import Script
 from tests.services import need
 from tests.peers import offline_claude_env
 from tests.servers import serve_app

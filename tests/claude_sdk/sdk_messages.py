@@ -19,8 +19,8 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
-from server.claude_sdk import ROOT, Action, CountUsage, Emit, Lane, TurnEnded
-from server.events import ACPToolCallEvent, Event, MessageEvent, StreamingDeltaEvent
+from taskwire.claude_sdk import ROOT, Action, CountUsage, Emit, Lane, TurnEnded
+from taskwire.events import ACPToolCallEvent, Event, MessageEvent, StreamingDeltaEvent
 from tests.claude_sdk.watch import call_text
 
 _ids = itertools.count(1)
@@ -214,7 +214,7 @@ class DispatchLog(Transcript):
 
     def __init__(self) -> None:
         super().__init__()
-        from server.claude_sdk import ClaudeDispatcher
+        from taskwire.claude_sdk import ClaudeDispatcher
 
         self.dispatcher = ClaudeDispatcher()
 

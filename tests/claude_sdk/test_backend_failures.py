@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from server.claude_sdk.transcript import dump_transcript
-from server.events.closing import INTERRUPTED, STOPPED_BEFORE_RUN
+from taskwire.claude_sdk.transcript import dump_transcript
+from taskwire.events.closing import INTERRUPTED, STOPPED_BEFORE_RUN
 from tests.api.helpers import all_events, create
 from tests.claude_sdk.sdk_messages import assistant, message_start, tool_start, tool_use
 from tests.claude_sdk.watch import call_text, call_statuses, last_call, replay_agent

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from server.claude_sdk.transcript import dump_transcript
-from server.events.closing import INTERRUPTED, STOPPED_BEFORE_RUN
+from taskwire.claude_sdk.transcript import dump_transcript
+from taskwire.events.closing import INTERRUPTED, STOPPED_BEFORE_RUN
 from tests.api.helpers import all_events, create
 from tests.api.socket_client import next_frame, open_socket
 from tests.claude_sdk.sdk_messages import (

@@ -4,9 +4,9 @@ turn with ``incomplete_tool_call``. Only the result that answers the prompt ends
 
 from __future__ import annotations
 
-from server.claude_sdk import ROOT, TurnEnded
-from server.events import SubagentFinishedEvent
-from server.events.closing import INTERRUPTED, STOPPED_BEFORE_RUN
+from taskwire.claude_sdk import ROOT, TurnEnded
+from taskwire.events import SubagentFinishedEvent
+from taskwire.events.closing import INTERRUPTED, STOPPED_BEFORE_RUN
 from tests.claude_sdk.sdk_messages import (
     DispatchLog,
     agent_call,

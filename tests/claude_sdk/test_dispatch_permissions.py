@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.claude_sdk import ROOT, ClaudeDispatcher
-from server.claude_sdk.transcript import PermissionAsk, load_transcript
-from server.events import ACPToolCallEvent
+from taskwire.claude_sdk import ROOT, ClaudeDispatcher
+from taskwire.claude_sdk.transcript import PermissionAsk, load_transcript
+from taskwire.events import ACPToolCallEvent
 
 RECORDING = Path(__file__).parent / "permission_subagents.sdk.jsonl"
 

@@ -7,8 +7,8 @@ events (older CLIs), and from two sub-agents at once.
 
 from __future__ import annotations
 
-from server.claude_sdk import ROOT, TurnEnded
-from server.events import ACPToolCallEvent, SubagentFinishedEvent, SubagentStartedEvent
+from taskwire.claude_sdk import ROOT, TurnEnded
+from taskwire.events import ACPToolCallEvent, SubagentFinishedEvent, SubagentStartedEvent
 from tests.claude_sdk.sdk_messages import (
     DispatchLog,
     agent_call,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from server.claude_sdk.replay import ReplaySession
-from server.claude_sdk.transcript import load_transcript
+from taskwire.claude_sdk.replay import ReplaySession
+from taskwire.claude_sdk.transcript import load_transcript
 from tests.api.helpers import create
 from tests.api.socket_client import next_frame, open_socket
 from tests.claude_sdk.large_transcript import RECORDING, padded_transcript

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from server.events.closing import INTERRUPTED
+from taskwire.events.closing import INTERRUPTED
 from tests.api.helpers import all_events, create
 from tests.api.socket_client import next_frame, open_socket
 from tests.claude_sdk.real_claude import DEMO, claude_agent, claude_children, mock_llm, need_claude_code

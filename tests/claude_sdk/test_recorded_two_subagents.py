@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.claude_sdk import ROOT, ClaudeDispatcher, TurnEnded
-from server.claude_sdk.transcript import load_transcript
+from taskwire.claude_sdk import ROOT, ClaudeDispatcher, TurnEnded
+from taskwire.claude_sdk.transcript import load_transcript
 from tests.api.helpers import all_events, create
 from tests.api.socket_client import next_frame, open_socket
 from tests.claude_sdk.sdk_messages import Transcript

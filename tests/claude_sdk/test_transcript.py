@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.claude_sdk.replay import split_turns
-from server.claude_sdk.transcript import dump_transcript, load_transcript
+from taskwire.claude_sdk.replay import split_turns
+from taskwire.claude_sdk.transcript import dump_transcript, load_transcript
 from tests.claude_sdk.sdk_messages import (
     agent_call,
     agent_returned,

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
-from server.cli.approve import run_approve
-from server.cli.watch import run_watch
+from taskwire_client.approve import run_approve
+from taskwire_client.terminal import Terminal
+from taskwire_client.watch import run_watch
 from tests.api.helpers import create, scripted_agent
 from tests.conftest import REPO
 from tests.permissions.helpers import one_asker_script, pending, wait_pending
@@ -29,7 +29,7 @@ async def test_watch_prints_the_request_and_approve_answers_it(tmp_path: Path, f
         cid = info["id"]
         out = io.StringIO()
         watch_args = argparse.Namespace(url=server.url, conversation_id=cid, api_key="k", timeout=120.0)
-        watching = asyncio.create_task(run_watch(watch_args, Console(file=out, width=300, color_system=None)))
+        watching = asyncio.create_task(run_watch(watch_args, Terminal(out)))
         [request] = await wait_pending(server, cid, 1)
         rid = request["request_id"]
 
@@ -39,7 +39,7 @@ async def test_watch_prints_the_request_and_approve_answers_it(tmp_path: Path, f
 
         await asyncio.wait_for(printed(), 60)
         approve = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "server.cli", "approve", cid, rid, "--url", server.url, "--api-key", "k",
+            sys.executable, "-m", "taskwire.cli", "approve", cid, rid, "--url", server.url, "--api-key", "k",
             cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )
         stdout, stderr = await asyncio.wait_for(approve.communicate(), 60)
@@ -50,10 +50,10 @@ async def test_watch_prints_the_request_and_approve_answers_it(tmp_path: Path, f
         again = io.StringIO()
         args = argparse.Namespace(url=server.url, conversation_id=cid, request_id=rid, api_key="k",
                                   reject=True, always=False, reason="too late")
-        assert await run_approve(args, Console(file=again, width=300, color_system=None)) == 1
+        assert await run_approve(args, Terminal(again)) == 1
         assert "409 permission_resolved" in again.getvalue()
         unknown = argparse.Namespace(**{**vars(args), "request_id": "nope"})
-        assert await run_approve(unknown, Console(file=io.StringIO())) == 2
+        assert await run_approve(unknown, Terminal(io.StringIO())) == 2
         [entry] = await pending(server, cid, status="all")
         assert entry["resolution"]["answered_by"] == "rest" and entry["status"] == "allowed"
     output = out.getvalue()

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 async def run_cli(*args: str, columns: str | None = "200") -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server.cli", *args,
+        sys.executable, "-m", "taskwire.cli", *args,
         cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         env={**env, "NO_COLOR": "1", **({"COLUMNS": columns} if columns else {})},
     )

@@ -24,7 +24,7 @@ async def test_a_group_signal_ends_mock_llm_quietly(tmp_path: Path, sig: signal.
     log_path = tmp_path / "mock.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "mock-llm", "--script", str(REPO / "config" / "demo" / "hello.yaml"),
+            [sys.executable, "-m", "taskwire.cli", "mock-llm", "--script", str(REPO / "config" / "demo" / "hello.yaml"),
              "--port", str(port)],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 async def serve(*args: str, **env: str) -> tuple[int, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server.cli", "serve", *args, cwd=REPO,
+        sys.executable, "-m", "taskwire.cli", "serve", *args, cwd=REPO,
         env={**clean, "COLUMNS": "200", **env}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
@@ -50,7 +50,7 @@ async def test_the_banner_comes_once_the_port_accepts_connections_and_its_comman
     port = free_port()
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OH_")}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server.cli", "serve", "--port", str(port), cwd=REPO,
+        sys.executable, "-m", "taskwire.cli", "serve", "--port", str(port), cwd=REPO,
         env={**clean, "COLUMNS": "300", "OH_WORKSPACE_PATH": str(tmp_path), "OH_SESSION_API_KEYS": '["k1"]'},
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
     )

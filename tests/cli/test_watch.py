@@ -9,9 +9,9 @@ import os
 import sys
 from pathlib import Path
 
-from rich.console import Console
 
-from server.cli.watch import run_watch
+from taskwire_client.terminal import Terminal
+from taskwire_client.watch import run_watch
 from tests.api.helpers import create, scripted_agent
 from tests.conftest import REPO
 from tests.servers import isolated_settings, taskwire_server, wait_for_status
@@ -29,9 +29,9 @@ def indent_of(lines: list[str], text: str) -> int:
 
 async def watch_in_process(url: str, conversation_id: str, api_key: str | None = None) -> tuple[int, str]:
     out = io.StringIO()
-    console = Console(file=out, width=200, color_system=None)
+    terminal = Terminal(out)
     args = argparse.Namespace(url=url, conversation_id=conversation_id, api_key=api_key, timeout=120.0)
-    code = await run_watch(args, console)
+    code = await run_watch(args, terminal)
     return code, out.getvalue()
 
 
@@ -41,7 +41,7 @@ async def test_watch_prints_the_tree_of_a_running_demo_and_exits_when_the_run_en
     async with taskwire_server(settings) as server:
         info = await create(server, agent=scripted_agent(gated_subagents_script(gates)), initial_message="Go.")
         watcher = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "server.cli", "watch", info["id"], "--url", server.url, "--timeout", "120",
+            sys.executable, "-m", "taskwire.cli", "watch", info["id"], "--url", server.url, "--timeout", "120",
             cwd=REPO, env={**os.environ, "COLUMNS": "200"},
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from server.client import Client, StreamRefused, Tree, Unreachable, root_status, run_ended_text
-from server.events import ConversationStateUpdateEvent
+from taskwire_client import Client, StreamRefused, Tree, Unreachable, root_status, run_ended_text
+from taskwire.events import ConversationStateUpdateEvent
 from tests.conftest import REPO
 from tests.servers import isolated_settings, taskwire_server
 

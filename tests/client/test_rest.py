@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from server.client import APIError, Client, Tree
-from server.events import MessageEvent
+from taskwire_client import APIError, Client, Tree
+from taskwire.events import MessageEvent
 from tests.servers import isolated_settings, taskwire_server, wait_for_status
 from tests.viewer.gates import Gates, gated_subagents_script
 

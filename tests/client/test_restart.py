@@ -6,8 +6,8 @@ import asyncio
 import os
 from pathlib import Path
 
-from server.client import Client, root_status
-from server.events import ActionEvent, Event, ObservationEvent
+from taskwire_client import Client, root_status
+from taskwire.events import ActionEvent, Event, ObservationEvent
 from tests.servers import START_TIMEOUT, ServerProcess
 from tests.viewer.gates import Gates, gated_subagents_script
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from server.client import Message, Subagent, ToolCall, Tree
-from server.events import (
+from taskwire_client import Message, Subagent, ToolCall, Tree
+from taskwire.events import (
     ActionEvent,
     ConversationStateUpdateEvent,
     MessageEvent,

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console
 
-from server.cli.event_tree import render
-from server.client import Tree
-from server.events import ActionEvent, ConversationStateUpdateEvent, SubagentFinishedEvent, SubagentStartedEvent
+from taskwire_client.terminal import Terminal, render
+from taskwire_client import Tree
+from taskwire.events import ActionEvent, ConversationStateUpdateEvent, SubagentFinishedEvent, SubagentStartedEvent
 from tests.client.test_tree import stamped, stored
 
 
 def shown(tree: Tree) -> str:
     out = io.StringIO()
-    Console(file=out, width=200, color_system=None).print(render(tree, live=True))
+    Terminal(out).draw(render(tree, live=True))
     return out.getvalue()
 
 

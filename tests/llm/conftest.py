@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.llm.anthropic import AnthropicLLM
-from server.llm.base import LLM
-from server.llm.mock_server import create_mock_app
-from server.llm.openai import OpenAILLM
-from server.llm.script import Script
+from taskwire.llm.anthropic import AnthropicLLM
+from taskwire.llm.base import LLM
+from taskwire.llm.mock_server import create_mock_app
+from taskwire.llm.openai import OpenAILLM
+from taskwire.llm.script import Script
 from tests.servers import serve_app
 
 REPO = Path(__file__).resolve().parents[2]

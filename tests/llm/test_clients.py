@@ -14,9 +14,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from server.errors import LLMError
-from server.llm.base import ChatMessage, LLMRequest, ToolCall, ToolSpec
-from server.llm.sse import encode_body, shared_client
+from taskwire.errors import LLMError
+from taskwire.llm.base import ChatMessage, LLMRequest, ToolCall, ToolSpec
+from taskwire.llm.sse import encode_body, shared_client
 from tests.llm.conftest import http_client, serve_mock
 from tests.servers import serve_app
 

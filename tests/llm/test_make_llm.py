@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from server.errors import LLMError
-from server.llm import AnthropicLLM, OpenAILLM, ScriptedLLM, make_llm
-from server.settings import Settings
+from taskwire.errors import LLMError
+from taskwire.llm import AnthropicLLM, OpenAILLM, ScriptedLLM, make_llm
+from taskwire.settings import Settings
 from tests.llm.conftest import DEMO
 
 

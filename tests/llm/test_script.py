@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import LLMError
-from server.llm.script import UNSCRIPTED_REPLY, Script, ScriptRequest, count_assistant_turns
+from taskwire.errors import LLMError
+from taskwire.llm.script import UNSCRIPTED_REPLY, Script, ScriptRequest, count_assistant_turns
 from tests.llm.conftest import DEMO
 
 SCRIPT = """

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import LLMError
-from server.llm import ScriptedLLM, make_llm
-from server.llm.script import MAX_SCRIPT_BYTES
-from server.settings import Settings
+from taskwire.errors import LLMError
+from taskwire.llm import ScriptedLLM, make_llm
+from taskwire.llm.script import MAX_SCRIPT_BYTES
+from taskwire.settings import Settings
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import RunningServer, wait_for_status
 

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from server.errors import LLMError
-from server.llm.base import ChatMessage, LLMRequest, ToolCall, ToolSpec
-from server.llm.scripted import ScriptedLLM
+from taskwire.errors import LLMError
+from taskwire.llm.base import ChatMessage, LLMRequest, ToolCall, ToolSpec
+from taskwire.llm.scripted import ScriptedLLM
 from tests.llm.conftest import DEMO
 
 TOOLS = [

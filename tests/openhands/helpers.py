@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.llm.mock_server import create_mock_app
+from taskwire.llm.mock_server import create_mock_app
 from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server
 from tests.services import need_openhands
 

@@ -14,8 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from server.openhands.dispatch import Action, Emit, FinishLane, Lane, RunEnded, StartLane
-from server.openhands.protocol import Report, parse_line
+from taskwire.openhands.dispatch import Action, Emit, FinishLane, Lane, RunEnded, StartLane
+from taskwire.openhands.protocol import Report, parse_line
 
 HERE = Path(__file__).parent
 

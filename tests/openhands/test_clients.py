@@ -6,7 +6,7 @@ import json
 import uuid
 from pathlib import Path
 
-from server.llm.mock_server import create_mock_app
+from taskwire.llm.mock_server import create_mock_app
 from tests.acp_agent.helpers import TASKWIRE_ACP, by_call, drive, embedded_env, stamp
 from tests.agui.client import assert_accepted, events, of_type, run_client
 from tests.openhands.helpers import SCRIPTS, openhands_server

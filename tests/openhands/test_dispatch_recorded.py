@@ -4,8 +4,8 @@ main agent's lane holds only the main agent's own calls."""
 
 from __future__ import annotations
 
-from server.openhands.dispatch import ROOT, OpenHandsDispatcher
-from server.openhands.protocol import Report
+from taskwire.openhands.dispatch import ROOT, OpenHandsDispatcher
+from taskwire.openhands.protocol import Report
 from tests.openhands.recorded import HERE, ActionLog, driver_reports, fixture_reports
 
 

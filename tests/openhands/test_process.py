@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from server.llm.mock_server import create_mock_app
+from taskwire.llm.mock_server import create_mock_app
 from tests.openhands.helpers import SCRIPTS, drivers
 from tests.servers import REPO, ServerProcess, serve_app
 from tests.services import need_openhands, wait_until
@@ -55,7 +55,7 @@ async def test_ctrl_c_to_the_process_group_stops_the_driver_with_the_server(tmp_
         before = drivers()
         with server.log_path.open("ab") as log:
             server.process = subprocess.Popen(
-                [sys.executable, "-m", "server.cli", "serve", "--port", str(server.port)],
+                [sys.executable, "-m", "taskwire.cli", "serve", "--port", str(server.port)],
                 cwd=REPO, env=server.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
         try:

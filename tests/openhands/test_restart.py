@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.llm.mock_server import create_mock_app
+from taskwire.llm.mock_server import create_mock_app
 from tests.openhands.helpers import SCRIPTS, drivers, workspace_with_reviewer
 from tests.servers import ServerProcess, isolated_settings, serve_app, taskwire_server
 from tests.services import need_openhands, wait_until

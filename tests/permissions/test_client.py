@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.client import APIError, Client, Tree
-from server.events import (
+from taskwire_client import APIError, Client, Tree
+from taskwire.events import (
     ActionEvent,
     ConversationStateUpdateEvent,
     ObservationEvent,
@@ -14,7 +14,7 @@ from server.events import (
     PermissionResolvedEvent,
     SubagentStartedEvent,
 )
-from server.permissions.requests import NATIVE_OPTIONS
+from taskwire.permissions.requests import NATIVE_OPTIONS
 from tests.api.helpers import create, scripted_agent
 from tests.permissions.helpers import one_asker_script, wait_pending
 from tests.servers import RunningServer, wait_for_status

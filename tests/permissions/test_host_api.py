@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from server.events import PermissionOption
+from taskwire.events import PermissionOption
 from tests.api.helpers import all_events
 from tests.permissions.helpers import answer, wait_pending
 from tests.servers import RunningServer

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from server.errors import InvalidPermissionAnswer
-from server.events import PermissionOption, PermissionRequestEvent, PermissionResolvedEvent
-from server.permissions.answers import PermissionAnswer, choose_option, outcome_of
-from server.permissions.ledger import PermissionLedger
-from server.permissions.policy import NEVER, Approval, parse_approval
-from server.permissions.requests import NATIVE_OPTIONS, request_title
-from server.settings import Settings
+from taskwire.errors import InvalidPermissionAnswer
+from taskwire.events import PermissionOption, PermissionRequestEvent, PermissionResolvedEvent
+from taskwire.permissions.answers import PermissionAnswer, choose_option, outcome_of
+from taskwire.permissions.ledger import PermissionLedger
+from taskwire.permissions.policy import NEVER, Approval, parse_approval
+from taskwire.permissions.requests import NATIVE_OPTIONS, request_title
+from taskwire.settings import Settings
 
 
 @pytest.mark.parametrize(("written", "policy"), [

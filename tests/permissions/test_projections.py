@@ -4,16 +4,16 @@
 
 from __future__ import annotations
 
-from server.acp.projection import ACPProjection
-from server.acp.updates import Ask, Settled, Update
-from server.events import (
+from taskwire.acp.projection import ACPProjection
+from taskwire.acp.updates import Ask, Settled, Update
+from taskwire.events import (
     ActionEvent,
     ConversationStateUpdateEvent,
     ObservationEvent,
     PermissionRequestEvent,
     PermissionResolvedEvent,
 )
-from server.permissions.requests import NATIVE_OPTIONS
+from taskwire.permissions.requests import NATIVE_OPTIONS
 
 STAMP = {"parent_tool_use_id": "task-call", "subagent_id": "sub-1"}
 PENDING = [{"request_id": "r1", "tool_call_id": "c1", "tool_name": "terminal", "title": "echo hi", **STAMP}]

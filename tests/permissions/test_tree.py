@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.llm.mock_server import create_mock_app
+from taskwire.llm.mock_server import create_mock_app
 from tests.api.helpers import all_events, create
 from tests.permissions.helpers import answer, pending_sets, reading, three_askers_script, wait_pending
 from tests.servers import isolated_settings, serve_app, taskwire_server, wait_for_status

@@ -11,12 +11,12 @@ from typing import Any, AsyncIterator
 
 import pytest
 
-from server.bus import open_bus
-from server.events import Usage, parse_event
-from server.hooks import Hooks
-from server.runtime import Runtime
-from server.runtime.conversation import ConversationHost
-from server.store import EventQuery, Store, open_store
+from taskwire.bus import open_bus
+from taskwire.events import Usage, parse_event
+from taskwire.hooks import Hooks
+from taskwire.runtime import Runtime
+from taskwire.runtime.conversation import ConversationHost
+from taskwire.store import EventQuery, Store, open_store
 from tests.api.helpers import scripted_agent
 from tests.faults import CancelAt, cancel_at_every_await
 from tests.servers import isolated_settings

@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator
 
 import pytest
 
-from server.runtime.store_faults import STOPPED_BY_STORE
+from taskwire.runtime.store_faults import STOPPED_BY_STORE
 from tests.api.helpers import all_events, scripted_agent
 from tests.private_postgres import PrivatePostgres
 from tests.reliability.conftest import log_problems

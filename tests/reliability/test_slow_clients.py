@@ -12,8 +12,8 @@ from pathlib import Path
 
 from websockets.asyncio.client import connect
 
-from server.settings import Settings
-from server.stream import CloseCode
+from taskwire.settings import Settings
+from taskwire.stream import CloseCode
 from tests.api.helpers import create
 from tests.api.socket_client import (
     WAIT,

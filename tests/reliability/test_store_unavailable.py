@@ -15,8 +15,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import pytest
 
-from server.stream.close_codes import CloseCode
-from server.runtime.store_faults import STOPPED_BY_STORE
+from taskwire_client.close_codes import CloseCode
+from taskwire.runtime.store_faults import STOPPED_BY_STORE
 from tests.api.helpers import all_events, scripted_agent
 from tests.api.socket_client import open_socket, read_until_closed
 from tests.faults import TcpProxy

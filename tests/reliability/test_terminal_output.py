@@ -3,7 +3,7 @@ output: ``terminal`` reads it as a stream and keeps the head and the tail."""
 
 from __future__ import annotations
 
-from server.runtime.tools.terminal import MAX_OUTPUT
+from taskwire.runtime.tools.terminal import MAX_OUTPUT
 from tests.reliability.conftest import reset_peak, rss_mb
 from tests.servers import ServerProcess, wait_for_status
 

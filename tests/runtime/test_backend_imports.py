@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 PROGRAM = """
 import asyncio
-from server.runtime.backends import _imported
+from taskwire.runtime.backends import _imported
 
 async def main():
     ticks = 0
@@ -21,7 +21,7 @@ async def main():
             await asyncio.sleep(0.01)
             ticks += 1
     ticking = asyncio.create_task(tick())
-    names = ["server.runtime.backends.claude_sdk", "server.runtime.backends.acp"] * 4
+    names = ["taskwire.runtime.backends.claude_sdk", "taskwire.runtime.backends.acp"] * 4
     modules = await asyncio.gather(*(_imported(name) for name in names))
     ticking.cancel()
     assert all(hasattr(m, "ClaudeSDKBackend") or hasattr(m, "ACPBackend") for m in modules), modules

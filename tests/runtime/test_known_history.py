@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.runtime.backends import own_events
-from server.runtime.history import HISTORY_EVENTS
+from taskwire.runtime.backends import own_events
+from taskwire.runtime.history import HISTORY_EVENTS
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import isolated_settings, taskwire_server
 

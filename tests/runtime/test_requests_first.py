@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from server.runtime.requests_first import RequestsFirst
+from taskwire.runtime.requests_first import RequestsFirst
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import isolated_settings, taskwire_server, wait_for_status
 from tests.services import wait_until

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from server.runtime.agent_types import SubagentType
+from taskwire.runtime.agent_types import SubagentType
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import RunningServer, isolated_settings, taskwire_server, wait_for_status
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from server.llm.base import ChatMessage, LLMRequest
-from server.llm.scripted import ScriptedLLM
-from server.runtime.tools import BUILTIN_TOOLS, spec_of
+from taskwire.llm.base import ChatMessage, LLMRequest
+from taskwire.llm.scripted import ScriptedLLM
+from taskwire.runtime.tools import BUILTIN_TOOLS, spec_of
 from tests.llm.conftest import serve_mock
 
 

@@ -2,7 +2,7 @@
 
 ``store_url`` names a fresh, empty database for the backend under test; a second backend adds
 one ``params`` entry and one branch there (e.g. ``postgres``: a new database on the test
-server, dropped afterwards). ``open_store`` (``server.store``) picks the class from the URL.
+server, dropped afterwards). ``open_store`` (``taskwire.store``) picks the class from the URL.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from server.events import (
+from taskwire.events import (
     ActionEvent,
     ConversationStateUpdateEvent,
     Event,
@@ -22,9 +22,9 @@ from server.events import (
     SubagentFinishedEvent,
     SubagentStartedEvent,
 )
-from server.events.body_text import fold, stored_body_text
-from server.store import Store, open_store
-from server.store.base import EventQuery
+from taskwire.events.body_text import fold, stored_body_text
+from taskwire.store import Store, open_store
+from taskwire.store.base import EventQuery
 from tests.services import postgres_schema_url
 
 BACKENDS = ["sqlite", "postgres"]

@@ -10,14 +10,14 @@ from typing import Any
 import asyncpg
 import pytest
 
-from server.events import MessageEvent, ObservationEvent
-from server.events.body_text import fold, stored_body_text
-from server.store import open_store
-from server.store.base import EventQuery
-from server.store.postgres_schema import MIGRATIONS as POSTGRES_MIGRATIONS
-from server.store.rows import event_record
-from server.store.sqlite_schema import MIGRATIONS as SQLITE_MIGRATIONS, statements
-from server.store.text_fill import FILL_BATCH
+from taskwire.events import MessageEvent, ObservationEvent
+from taskwire.events.body_text import fold, stored_body_text
+from taskwire.store import open_store
+from taskwire.store.base import EventQuery
+from taskwire.store.postgres_schema import MIGRATIONS as POSTGRES_MIGRATIONS
+from taskwire.store.rows import event_record
+from taskwire.store.sqlite_schema import MIGRATIONS as SQLITE_MIGRATIONS, statements
+from taskwire.store.text_fill import FILL_BATCH
 from tests.services import postgres_schema_url
 
 ROOT = "old-root"

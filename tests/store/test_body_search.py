@@ -1,6 +1,6 @@
 """``body=`` on both stores against its definition, said in Python.
 
-The definition (``server.events.body_text``): an event matches a term when
+The definition (``taskwire.events.body_text``): an event matches a term when
 ``fold(term) in body_text(event)``. The oracle here applies it to the stored JSON of every
 event of a random log, and every store must answer the same, alone and with the other filters,
 page by page in both orders, and in counts: short terms (read row by row) and long ones (from
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from server.events import (
+from taskwire.events import (
     ACPToolCallEvent,
     ActionEvent,
     AgentErrorEvent,
@@ -27,12 +27,12 @@ from server.events import (
     SubagentFinishedEvent,
     SubagentStartedEvent,
 )
-from server.events.body_text import fold, stored_body_text
-from server.store import Store, postgres_text
-from server.store.base import ConversationRecord, EventQuery
-from server.store.sqlite import SQLiteStore
-from server.store.postgres import _EventWriter as PostgresEventWriter
-from server.store.sqlite_writer import SQLiteEventWriter
+from taskwire.events.body_text import fold, stored_body_text
+from taskwire.store import Store, postgres_text
+from taskwire.store.base import ConversationRecord, EventQuery
+from taskwire.store.sqlite import SQLiteStore
+from taskwire.store.postgres import _EventWriter as PostgresEventWriter
+from taskwire.store.sqlite_writer import SQLiteEventWriter
 
 ROOT, SUB = "root-text", "sub-text"
 WORDS = [

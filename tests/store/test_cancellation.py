@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from server.events import MessageEvent
-from server.store import ConversationRecord, EventQuery, Store, open_store
-from server.store.leases import leases_for
-from server.store.postgres import PostgresStore
-from server.store.sqlite import SQLiteStore
+from taskwire.events import MessageEvent
+from taskwire.store import ConversationRecord, EventQuery, Store, open_store
+from taskwire.store.leases import leases_for
+from taskwire.store.postgres import PostgresStore
+from taskwire.store.sqlite import SQLiteStore
 from tests.faults import cancel_at_every_await
 from tests.services import postgres_schema_url
 from tests.store.conftest import OpenStore

@@ -20,11 +20,11 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pytest
 
-from server.errors import StoreUnavailable
-from server.events import MessageEvent
-from server.store import ConversationRecord, EventQuery
-from server.store.postgres import PostgresStore
-from server.store.sqlite import SQLiteStore
+from taskwire.errors import StoreUnavailable
+from taskwire.events import MessageEvent
+from taskwire.store import ConversationRecord, EventQuery
+from taskwire.store.postgres import PostgresStore
+from taskwire.store.sqlite import SQLiteStore
 from tests.faults import TcpProxy, small_tmpfs
 from tests.services import POSTGRES_URL, postgres_schema_url
 from tests.store.test_cancellation import assert_store_works

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import StoreUnavailable
-from server.store import ConversationRecord
-from server.store.sqlite import SQLiteStore
+from taskwire.errors import StoreUnavailable
+from taskwire.store import ConversationRecord
+from taskwire.store.sqlite import SQLiteStore
 from tests.services import wait_until
 from tests.store.test_faults import write_locked
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from server.store.owned import OwnedWrites
+from taskwire.store.owned import OwnedWrites
 
 
 async def test_a_cancelled_caller_waits_for_the_write_then_sees_its_cancellation() -> None:

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from server.errors import InvalidPageId
-from server.events import MessageEvent
-from server.store import Store
-from server.store.base import ConversationRecord, EventQuery
-from server.store.pagination import encode_page_id
+from taskwire.errors import InvalidPageId
+from taskwire.events import MessageEvent
+from taskwire.store import Store
+from taskwire.store.base import ConversationRecord, EventQuery
+from taskwire.store.pagination import encode_page_id
 from tests.store.conftest import OpenStore
 
 

@@ -10,12 +10,12 @@ from datetime import datetime, timedelta, timezone
 import asyncpg
 import pytest
 
-from server.events import ActionEvent, MessageEvent
-from server.store import open_store
-from server.store.base import EventQuery
-from server.store.postgres import PostgresStore
-from server.store.postgres_schema import MIGRATIONS
-from server.store.schema import SchemaVersionError
+from taskwire.events import ActionEvent, MessageEvent
+from taskwire.store import open_store
+from taskwire.store.base import EventQuery
+from taskwire.store.postgres import PostgresStore
+from taskwire.store.postgres_schema import MIGRATIONS
+from taskwire.store.schema import SchemaVersionError
 from tests.services import POSTGRES_URL, postgres_schema_url
 
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import aiosqlite
 import pytest
 
-from server.events import ActionEvent, MessageEvent
-from server.store.base import ConversationRecord, EventQuery
-from server.store.schema import SchemaVersionError
-from server.store.sqlite import SQLiteStore
-from server.store.sqlite_schema import MIGRATIONS, database_path
-from server.store.sqlite_text import BEHIND
-from server.store.sqlite_writer import FOLD, FOLD_AFTER
+from taskwire.events import ActionEvent, MessageEvent
+from taskwire.store.base import ConversationRecord, EventQuery
+from taskwire.store.schema import SchemaVersionError
+from taskwire.store.sqlite import SQLiteStore
+from taskwire.store.sqlite_schema import MIGRATIONS, database_path
+from taskwire.store.sqlite_text import BEHIND
+from taskwire.store.sqlite_writer import FOLD, FOLD_AFTER
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from server.events import MessageEvent, StreamingDeltaEvent, parse_event
-from server.store import ConversationRecord, Store
-from server.store.base import EventQuery
+from taskwire.events import MessageEvent, StreamingDeltaEvent, parse_event
+from taskwire.store import ConversationRecord, Store
+from taskwire.store.base import EventQuery
 
 
 async def test_seq_is_strictly_increasing_per_tree_and_independent_across_trees(store: Store) -> None:

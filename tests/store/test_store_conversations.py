@@ -8,10 +8,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from pydantic import ValidationError
 
-from server.errors import BadRequest, ConversationNotFound, InvalidPageId
-from server.events import MessageEvent, Usage
-from server.store import Store
-from server.store.base import ConversationRecord, EventQuery
+from taskwire.errors import BadRequest, ConversationNotFound, InvalidPageId
+from taskwire.events import MessageEvent, Usage
+from taskwire.store import Store
+from taskwire.store.base import ConversationRecord, EventQuery
 
 T0 = datetime(2025, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
 

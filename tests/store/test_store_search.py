@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from server.errors import InvalidPageId
-from server.events import ActionEvent, MessageEvent
-from server.store import Store
-from server.store.base import EventQuery
+from taskwire.errors import InvalidPageId
+from taskwire.events import ActionEvent, MessageEvent
+from taskwire.store import Store
+from taskwire.store.base import EventQuery
 
 ROOT = "root-a"
 
@@ -160,7 +160,7 @@ async def test_invalid_page_ids_are_refused(store: Store, sample) -> None:
 
 
 async def test_a_conversation_page_id_is_not_an_event_page_id(store: Store, sample) -> None:
-    from server.store.base import ConversationRecord
+    from taskwire.store.base import ConversationRecord
 
     for n in range(3):
         await store.create_conversation(ConversationRecord(id=f"c{n}", root_id=f"c{n}"))

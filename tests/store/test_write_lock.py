@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from server.store.write_lock import WriteLock
+from taskwire.store.write_lock import WriteLock
 
 
 async def _holders(lock: WriteLock, names: list[tuple[str, bool]], order: list[str]) -> list[asyncio.Task[None]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.stream import CloseCode
+from taskwire.stream import CloseCode
 
 
 def test_close_codes_are_pinned() -> None:

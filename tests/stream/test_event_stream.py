@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from server.stream import CloseCode, EventStream
+from taskwire.stream import CloseCode, EventStream
 from tests.stream.checks import assert_gapless, frame_seqs, parse
 from tests.stream.treelog import ROOT, TreeLog, feed_live, read_store
 

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from server.events import EventRecord
-from server.stream import EventStream
+from taskwire.events import EventRecord
+from taskwire.stream import EventStream
 from tests.stream.checks import assert_gapless
 from tests.stream.treelog import ROOT, TreeLog, read_store
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.errors import BadRequest
-from server.stream.params import StreamParams
+from taskwire.errors import BadRequest
+from taskwire.stream.params import StreamParams
 
 
 @pytest.mark.parametrize(

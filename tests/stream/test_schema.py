@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from server.events import ACPToolCallEvent, EventRecord, ObservationEvent
-from server.stream.schema import replace_top_level, wire_json
+from taskwire.events import ACPToolCallEvent, EventRecord, ObservationEvent
+from taskwire.stream.schema import replace_top_level, wire_json
 
 
 def record_of(event: ObservationEvent | ACPToolCallEvent) -> EventRecord:

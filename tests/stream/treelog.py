@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from server.events import (
+from taskwire.events import (
     ActionEvent,
     ACPToolCallEvent,
     Event,
@@ -20,10 +20,10 @@ from server.events import (
     StreamingDeltaEvent,
     SubagentStartedEvent,
 )
-from server.runtime.forwarding import stamp
-from server.store.rows import event_record
-from server.store import EventQuery
-from server.stream import EventStream
+from taskwire.runtime.forwarding import stamp
+from taskwire.store.rows import event_record
+from taskwire.store import EventQuery
+from taskwire.stream import EventStream
 
 ROOT = "root"
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from server.events import EventRecord
-from server.store import EventQuery, Store
+from taskwire.events import EventRecord
+from taskwire.store import EventQuery, Store
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "two_subagents_nested.yaml"

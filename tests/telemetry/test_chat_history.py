@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from server.events import ActionEvent, ConversationStateUpdateEvent, Event, MessageEvent, ObservationEvent, SubagentStartedEvent
-from server.store.rows import event_record
-from server.telemetry.chat_history import ChatHistory
-from server.telemetry.span_builder import SpanBuilder
-from server.telemetry.spans import MAX_CONTENT_CHARS
+from taskwire.events import ActionEvent, ConversationStateUpdateEvent, Event, MessageEvent, ObservationEvent, SubagentStartedEvent
+from taskwire.store.rows import event_record
+from taskwire.telemetry.chat_history import ChatHistory
+from taskwire.telemetry.span_builder import SpanBuilder
+from taskwire.telemetry.spans import MAX_CONTENT_CHARS
 from tests.telemetry.spans import Span, from_span_data
 
 ROOT = "root-1"

@@ -10,8 +10,8 @@ from typing import Iterator
 
 import pytest
 
-from server.telemetry import logcontext
-from server.telemetry.logs import JsonFormatter, RunContextFilter, TEXT_FORMAT
+from taskwire.telemetry import logcontext
+from taskwire.telemetry.logs import JsonFormatter, RunContextFilter, TEXT_FORMAT
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any, AsyncIterator, Iterator
 
 import pytest
 
-from server.specs import DEFAULT_SYSTEM_PROMPT
+from taskwire.specs import DEFAULT_SYSTEM_PROMPT
 from tests.servers import ServerProcess
 from tests.services import need, wait_until
 from tests.telemetry.phoenix import PHOENIX, Phoenix

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from server.events import ActionEvent, ConversationStateUpdateEvent, Event, ObservationEvent, SubagentStartedEvent
-from server.specs import DEFAULT_SYSTEM_PROMPT
-from server.store.rows import event_record
-from server.telemetry.span_builder import SpanBuilder
+from taskwire.events import ActionEvent, ConversationStateUpdateEvent, Event, ObservationEvent, SubagentStartedEvent
+from taskwire.specs import DEFAULT_SYSTEM_PROMPT
+from taskwire.store.rows import event_record
+from taskwire.telemetry.span_builder import SpanBuilder
 from tests.servers import REPO, RunningServer, isolated_settings, taskwire_server
 from tests.telemetry.runs import native_agent, recorded_claude_code, run_to_end, subagents, tree_records
 from tests.telemetry.spans import Span, check_tree, from_span_data

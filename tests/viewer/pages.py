@@ -8,7 +8,7 @@ from typing import Any, AsyncIterator
 
 from playwright.async_api import Browser, Locator, Page, expect
 
-from server.settings import Settings
+from taskwire.settings import Settings
 from tests.api.socket_client import stored_seqs
 from tests.servers import RunningServer, taskwire_server
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from playwright.async_api import Browser, expect
 
-from server.settings import Settings
+from taskwire.settings import Settings
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import isolated_settings
 from tests.viewer.gates import Gates, gated_subagents_script

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from playwright.async_api import Browser, expect
 
-from server.llm.mock_server import create_mock_app
+from taskwire.llm.mock_server import create_mock_app
 from tests.api.helpers import create
 from tests.openhands.helpers import SCRIPTS, Setup, workspace_with_reviewer
 from tests.servers import isolated_settings, serve_app

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request, Response
 
-from server.api.openapi import errors
-from server.api.schemas import ConversationInfo, ConversationPage, CreateConversation, SendMessage
-from server.errors import BadRequest
-from server.runtime import Runtime
-from server.store import ConversationRecord
+from ..openapi import errors
+from ..schemas import ConversationInfo, ConversationPage, CreateConversation, SendMessage
+from ...errors import BadRequest
+from ...runtime import Runtime
+from ...store import ConversationRecord
 
 router = APIRouter(prefix="/api/conversations", tags=["conversations"])
 

@@ -13,12 +13,12 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BeforeValidator
 
-from server.api.openapi import errors
-from server.errors import EventNotFound, SubagentNotFound
-from server.runtime import Runtime
-from server.runtime.tree import descendants, spawned_by
-from server.store import EventQuery
-from server.store.base import MAX_SEQ
+from ..openapi import errors
+from ...errors import EventNotFound, SubagentNotFound
+from ...runtime import Runtime
+from ...runtime.tree import descendants, spawned_by
+from ...store import EventQuery
+from ...store.base import MAX_SEQ
 
 router = APIRouter(prefix="/api/conversations/{conversation_id}/events", tags=["events"])
 

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel
 from fastapi.responses import JSONResponse
 
-import server
-from server.api.auth import api_key_valid, request_key
+from ... import __version__
+from ..auth import api_key_valid, request_key
 
 router = APIRouter(tags=["health"])
 
@@ -62,7 +62,7 @@ async def server_info(request: Request) -> dict:
         webhooks = [{k: v for k, v in w.items() if k != "url"} for w in webhooks]
     return {
         "name": "taskwire",
-        "version": server.__version__,
+        "version": __version__,
         "forward_subagent_events": settings.forward_subagent_events,
         "auth_required": settings.auth_required,
         "bus": "redis" if settings.redis_url else "memory",

@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from server.api.openapi import errors
-from server.permissions.answers import PermissionAnswer
-from server.runtime import Runtime
+from ..openapi import errors
+from ...permissions.answers import PermissionAnswer
+from ...runtime import Runtime
 
 router = APIRouter(prefix="/api/conversations", tags=["permissions"])
 

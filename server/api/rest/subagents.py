@@ -6,9 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 
-from server.api.openapi import errors
-from server.runtime import Runtime
-from server.runtime.workspaces import confined_path
+from ..openapi import errors
+from ...runtime import Runtime
+from ...runtime.workspaces import confined_path
 
 router = APIRouter(tags=["sub-agents"])
 

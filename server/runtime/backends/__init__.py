@@ -7,22 +7,22 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from server.errors import BackendError
-from server.events import parse_event
-from server.llm import make_llm
-from server.runtime.backends.base import AgentBackend, AgentHost
-from server.runtime.backends.native import NativeBackend
-from server.runtime.history import messages_from_events
-from server.runtime.requests_first import RequestsFirst
-from server.specs import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS
-from server.store import EventQuery, Store
+from ...errors import BackendError
+from ...events import parse_event
+from ...llm import make_llm
+from .base import AgentBackend, AgentHost
+from .native import NativeBackend
+from ..history import messages_from_events
+from ..requests_first import RequestsFirst
+from ...specs import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS
+from ...store import EventQuery, Store
 
 if TYPE_CHECKING:
     import httpx
 
-    from server.hooks import Hooks
-    from server.runtime.conversation import ConversationHost
-    from server.runtime.task_manager import TaskManager
+    from ...hooks import Hooks
+    from ..conversation import ConversationHost
+    from ..task_manager import TaskManager
 
 __all__ = ["AgentBackend", "AgentHost", "build_backend"]
 
@@ -39,13 +39,13 @@ async def build_backend(
     if kind == "native":
         return await _native(host, store, tasks, hooks, requests_first, llm_http)
     if kind == "acp":
-        acp = await _imported("server.runtime.backends.acp")
+        acp = await _imported(f"{__name__}.acp")
         return acp.ACPBackend.from_spec(agent, host)
     if kind == "claude_sdk":
-        claude_sdk = await _imported("server.runtime.backends.claude_sdk")
+        claude_sdk = await _imported(f"{__name__}.claude_sdk")
         return await claude_sdk.ClaudeSDKBackend.from_spec(agent, host)
     if kind == "openhands":
-        openhands = await _imported("server.runtime.backends.openhands")
+        openhands = await _imported(f"{__name__}.openhands")
         return openhands.OpenHandsBackend.from_spec(agent, host)
     raise BackendError(f"unknown agent kind {kind!r}", code="bad_agent")
 

@@ -27,17 +27,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from server.acp.child_sessions import ChildSessions
-from server.acp.client import ACPSession
-from server.acp.incoming import Incoming, is_subagent_update, unanswered
-from server.acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, SubagentWorkState, turn_usage
-from server.acp.peer_permissions import asked_permission, peer_answer, policy_answer
-from server.environment import peer_environment
-from server.errors import ACPError
-from server.events import ConversationStateUpdateEvent, Event
-from server.runtime.agent_types import PROJECT_ROOT
-from server.runtime.backends.base import AgentHost
-from server.specs import ACPAgentSpec
+from ...acp.child_sessions import ChildSessions
+from ...acp.client import ACPSession
+from ...acp.incoming import Incoming, is_subagent_update, unanswered
+from ...acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, SubagentWorkState, turn_usage
+from ...acp.peer_permissions import asked_permission, peer_answer, policy_answer
+from ...environment import peer_environment
+from ...errors import ACPError
+from ...events import ConversationStateUpdateEvent, Event
+from ..agent_types import PROJECT_ROOT
+from .base import AgentHost
+from ...specs import ACPAgentSpec
 
 log = logging.getLogger(__name__)
 

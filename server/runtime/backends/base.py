@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 
-from server.events import Event, LLMCall, PermissionOption, Usage
-from server.permissions.policy import Approval
-from server.settings import Settings
+from ...events import Event, LLMCall, PermissionOption, Usage
+from ...permissions.policy import Approval
+from ...settings import Settings
 
 if TYPE_CHECKING:
-    from server.runtime.permissions import PermissionResolution
+    from ..permissions import PermissionResolution
 
 
 class AgentHost(Protocol):

@@ -17,9 +17,9 @@ from typing import Any, Awaitable, Callable
 
 from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
 
-from server.claude_sdk import ROOT, Action, ClaudeDispatcher, Lane
-from server.permissions.requests import refusal_text, request_title
-from server.runtime.backends.base import AgentHost
+from ...claude_sdk import ROOT, Action, ClaudeDispatcher, Lane
+from ...permissions.requests import refusal_text, request_title
+from .base import AgentHost
 
 log = logging.getLogger(__name__)
 

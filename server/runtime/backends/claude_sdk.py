@@ -22,16 +22,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from server.claude_sdk import ROOT, Action, ClaudeDispatcher, CountUsage, Emit, Lane, TurnEnded
-from server.claude_sdk.replay import ReplaySession
-from server.claude_sdk.session import ClaudeCodeSession, MessageSource, claude_options
-from server.errors import BackendError, BadRequest, ClaudeSDKError
-from server.llm import script_roots
-from server.events import SubagentFinishedEvent, SubagentStartedEvent
-from server.events.ids import new_id
-from server.runtime.backends.base import AgentHost, run_user_turns
-from server.runtime.backends.claude_permissions import ClaudePermissions
-from server.specs import ClaudeSDKAgentSpec
+from ...claude_sdk import ROOT, Action, ClaudeDispatcher, CountUsage, Emit, Lane, TurnEnded
+from ...claude_sdk.replay import ReplaySession
+from ...claude_sdk.session import ClaudeCodeSession, MessageSource, claude_options
+from ...errors import BackendError, BadRequest, ClaudeSDKError
+from ...llm import script_roots
+from ...events import SubagentFinishedEvent, SubagentStartedEvent
+from taskwire_client.ids import new_id
+from .base import AgentHost, run_user_turns
+from .claude_permissions import ClaudePermissions
+from ...specs import ClaudeSDKAgentSpec
 
 log = logging.getLogger(__name__)
 

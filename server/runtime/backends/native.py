@@ -15,16 +15,16 @@ import asyncio
 import logging
 from typing import Any
 
-from server.errors import BackendError, TaskwireError, ToolError
-from server.events import ActionEvent, LLMCall, MessageEvent, ObservationEvent, StreamingDeltaEvent
-from server.events.models import utc_now
-from server.events.closing import INTERRUPTED, closing_status, closing_text
-from server.llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall
-from server.permissions.policy import NEVER, Approval
-from server.permissions.requests import refusal_text, request_title
-from server.runtime.backends.base import AgentHost
-from server.runtime.requests_first import RequestsFirst
-from server.runtime.tools import Tool, ToolContext, ToolResult, parse_arguments, spec_of
+from ...errors import BackendError, TaskwireError, ToolError
+from ...events import ActionEvent, LLMCall, MessageEvent, ObservationEvent, StreamingDeltaEvent
+from taskwire_client.events import utc_now
+from ...events.closing import INTERRUPTED, closing_status, closing_text
+from ...llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall
+from ...permissions.policy import NEVER, Approval
+from ...permissions.requests import refusal_text, request_title
+from .base import AgentHost
+from ..requests_first import RequestsFirst
+from ..tools import Tool, ToolContext, ToolResult, parse_arguments, spec_of
 
 log = logging.getLogger(__name__)
 

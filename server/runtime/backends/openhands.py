@@ -24,14 +24,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from server.child_processes import EXIT_GRACE, OWN_GROUP, end_group, exited_within, signal_group
-from server.errors import BackendError, OpenHandsError
-from server.events import Usage
-from server.openhands.dispatch import ROOT, Action, Confirm, Emit, FinishLane, Lane, OpenHandsDispatcher, RunEnded, StartLane
-from server.openhands.protocol import ProtocolError, command, parse_line
-from server.runtime.backends.base import AgentHost, run_user_turns
-from server.settings import Settings
-from server.specs import OpenHandsAgentSpec
+from ...child_processes import EXIT_GRACE, OWN_GROUP, end_group, exited_within, signal_group
+from ...errors import BackendError, OpenHandsError
+from ...events import Usage
+from ...openhands.dispatch import ROOT, Action, Confirm, Emit, FinishLane, Lane, OpenHandsDispatcher, RunEnded, StartLane
+from ...openhands.protocol import ProtocolError, command, parse_line
+from .base import AgentHost, run_user_turns
+from ...settings import Settings
+from ...specs import OpenHandsAgentSpec
 
 log = logging.getLogger(__name__)
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from server.runtime.tools.base import Tool, ToolContext, ToolResult, parse_arguments, spec_of
-from server.runtime.tools.file_editor import FileEditorTool
-from server.runtime.tools.finish import FinishTool
-from server.runtime.tools.task import TaskTool
-from server.runtime.tools.terminal import TerminalTool
-from server.runtime.tools.think import ThinkTool
+from .base import Tool, ToolContext, ToolResult, parse_arguments, spec_of
+from .file_editor import FileEditorTool
+from .finish import FinishTool
+from .task import TaskTool
+from .terminal import TerminalTool
+from .think import ThinkTool
 
 BUILTIN_TOOLS: dict[str, type[Tool]] = {
     tool.name: tool for tool in (TerminalTool, FileEditorTool, TaskTool, ThinkTool, FinishTool)  # type: ignore[misc]

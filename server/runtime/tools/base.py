@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from server.errors import ToolError
-from server.llm.base import ToolSpec
+from ...errors import ToolError
+from ...llm.base import ToolSpec
 
 if TYPE_CHECKING:
-    from server.runtime.backends.base import AgentHost
+    from ..backends.base import AgentHost
 
 
 class SubagentRunner(Protocol):

@@ -14,9 +14,9 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from server.errors import ToolError
-from server.runtime.tools.base import ToolContext, ToolResult
-from server.runtime.tools.terminal import BoundedOutput
+from ...errors import ToolError
+from .base import ToolContext, ToolResult
+from .terminal import BoundedOutput
 
 MAX_EDIT_BYTES = 8 * 1024 * 1024
 """The largest file ``str_replace`` / ``insert`` may edit (they read it whole)."""

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from server.runtime.tools.base import ToolContext, ToolResult
+from .base import ToolContext, ToolResult
 
 
 class TaskTool:

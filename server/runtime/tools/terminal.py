@@ -16,8 +16,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from server.environment import tool_environment
-from server.runtime.tools.base import ToolContext, ToolResult
+from ...environment import tool_environment
+from .base import ToolContext, ToolResult
 
 MAX_OUTPUT = 30_000
 """Bytes of output the model sees: the first and the last half of it."""

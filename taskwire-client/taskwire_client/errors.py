@@ -4,6 +4,7 @@
  ├── ``APIError``: the server answered a request with an error (``status``, ``code``, ``detail``)
  ├── ``StreamRefused``: the server closed the event socket for good (bad key, unknown id, bad query)
  ├── ``Unreachable``: no server answered, or it stayed away longer than the client waits
+ ├── ``IncompatibleServer``: the server is not a taskwire server this client speaks to
  └── ``ProtocolError``: a frame that is not what the wire format promises
 """
 
@@ -36,6 +37,11 @@ class StreamRefused(ClientError):
 
 class Unreachable(ClientError):
     """No server answered at the URL (first connection), or it did not come back in time."""
+
+
+class IncompatibleServer(ClientError):
+    """The server at the URL is not taskwire, or a taskwire this client does not speak to
+    (``taskwire_client.version`` holds the rule)."""
 
 
 class ProtocolError(ClientError):

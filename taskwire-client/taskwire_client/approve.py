@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from rich.console import Console
-
-from server.client import APIError, Client, Unreachable
+from taskwire_client.errors import APIError, ClientError
+from taskwire_client.rest import Client
+from taskwire_client.terminal import Terminal, styled
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
+    """``approve`` under ``commands``."""
     approve = commands.add_parser(
         "approve", help="answer a tool call's permission request (allow it, or --reject it)"
     )
@@ -25,10 +26,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     approve.set_defaults(handler=lambda args: asyncio.run(run_approve(args)))
 
 
-async def run_approve(args: argparse.Namespace, console: Console | None = None) -> int:
+async def run_approve(args: argparse.Namespace, terminal: Terminal | None = None) -> int:
     """0 once the answer is recorded; 1 when the request already had one (or ended) or the
     answer is not one it offers; 2 for an unknown request or conversation, or no server."""
-    console = console or Console()
+    terminal = terminal or Terminal()
     decision = "reject" if args.reject else "allow"
     async with Client(args.url, api_key=args.api_key) as client:
         try:
@@ -36,11 +37,11 @@ async def run_approve(args: argparse.Namespace, console: Console | None = None) 
                 args.conversation_id, args.request_id, decision=decision, always=args.always, reason=args.reason
             )
         except APIError as exc:
-            console.print(f"[red]not answered ({exc.status} {exc.code}): {exc.detail}[/red]")
+            terminal.print(f"not answered ({exc.status} {exc.code}): {exc.detail}", "red")
             return 2 if exc.status in (401, 404) else 1
-        except Unreachable as exc:
-            console.print(f"[red]{exc}[/red]")
+        except ClientError as exc:
+            terminal.print(str(exc), "red")
             return 2
     outcome = getattr(resolved, "outcome", decision)
-    console.print(f"request {args.request_id}: [bold]{outcome}[/bold] ({getattr(resolved, 'option_id', '')})")
+    terminal.print(f"request {args.request_id}: {styled(str(outcome), 'bold', color=terminal.color)} ({getattr(resolved, 'option_id', '')})")
     return 0

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from server.client.frames import is_full_state, root_status
-from server.events import (
+from taskwire_client.frames import is_full_state, root_status
+from taskwire_client.events import (
     ACPToolCallEvent,
     ActionEvent,
     AgentErrorEvent,

@@ -6,21 +6,24 @@
   restarts (it resumes by ``seq``): every stored event once, in order.
 - ``Tree``: the events nested as they arrive, sub-agents under the tool calls that spawned them.
 
-It speaks HTTP and WebSocket only, and reads the wire format from ``server.events``; it never
-imports the server's runtime. See docs/client.md.
+It speaks HTTP and WebSocket only and owns the wire format (``taskwire_client.events``, which
+the server uses too); it depends on httpx, websockets and pydantic, nothing of the server's.
+Which servers it speaks to: ``taskwire_client.version``. See docs/client.md.
 """
 
-from server.client.errors import APIError, ClientError, ProtocolError, StreamRefused, Unreachable
-from server.client.frames import RUN_ENDS, UnknownEvent, parse_frame, root_status, run_ended_text
-from server.client.live import LiveEvents
-from server.client.rest import Client, EventPage
-from server.client.tree import Message, Subagent, ToolCall, Tree, call_title, describe
+from taskwire_client.errors import APIError, ClientError, IncompatibleServer, ProtocolError, StreamRefused, Unreachable
+from taskwire_client.frames import RUN_ENDS, UnknownEvent, parse_frame, root_status, run_ended_text
+from taskwire_client.live import LiveEvents
+from taskwire_client.rest import Client, EventPage
+from taskwire_client.tree import Message, Subagent, ToolCall, Tree, call_title, describe
+from taskwire_client.version import __version__
 
 __all__ = [
     "APIError",
     "Client",
     "ClientError",
     "EventPage",
+    "IncompatibleServer",
     "LiveEvents",
     "Message",
     "ProtocolError",
@@ -36,4 +39,5 @@ __all__ = [
     "parse_frame",
     "root_status",
     "run_ended_text",
+    "__version__",
 ]

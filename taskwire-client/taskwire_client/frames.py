@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import ConfigDict, ValidationError
 
-from server.client.errors import ProtocolError
-from server.events import EVENT_KINDS, ConversationStateUpdateEvent, Event, parse_event
+from taskwire_client.errors import ProtocolError
+from taskwire_client.events import EVENT_KINDS, ConversationStateUpdateEvent, Event, parse_event
 
 RUN_ENDS = frozenset({"finished", "error", "paused"})
 """Root statuses that end a run."""

@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, TypeAdapter
 
-from server.events.ids import new_event_id
+from taskwire_client.ids import new_event_id
 
 
 Source = Literal["agent", "user", "environment"]
@@ -88,7 +88,7 @@ class Event(BaseModel):
     """Ephemeral kinds are published live but never stored and carry no ``seq``."""
 
     id: str = Field(default_factory=new_event_id)
-    """A UUIDv7 string: time-ordered, so the store's index on ids appends (``server.events.ids``)."""
+    """A UUIDv7 string: time-ordered, so the store's index on ids appends (``taskwire_client.ids``)."""
     kind: str = ""
     """The discriminator: the class name, e.g. ``ActionEvent``."""
     timestamp: Timestamp = Field(default_factory=utc_now)

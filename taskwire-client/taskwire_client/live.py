@@ -18,10 +18,10 @@ from urllib.parse import quote, urlencode
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from server.client.errors import StreamRefused, Unreachable
-from server.client.frames import RUN_ENDS, is_full_state, parse_frame, root_status
-from server.events import AgentErrorEvent, Event, StreamingDeltaEvent
-from server.stream.close_codes import CloseCode
+from taskwire_client.errors import StreamRefused, Unreachable
+from taskwire_client.frames import RUN_ENDS, is_full_state, parse_frame, root_status
+from taskwire_client.events import AgentErrorEvent, Event, StreamingDeltaEvent
+from taskwire_client.close_codes import CloseCode
 
 REFUSALS = frozenset({CloseCode.BAD_REQUEST, CloseCode.UNAUTHORIZED, CloseCode.UNKNOWN_CONVERSATION})
 """Close codes that retrying cannot fix; anything else (a restart, 4008 too slow, 4029 too many

@@ -13,10 +13,11 @@ from urllib.parse import quote
 
 import httpx
 
-from server.client.errors import APIError, Unreachable
-from server.client.frames import parse_frame
-from server.client.live import LiveEvents
-from server.events import Event
+from taskwire_client.errors import APIError, IncompatibleServer, Unreachable
+from taskwire_client.frames import parse_frame
+from taskwire_client.live import LiveEvents
+from taskwire_client.events import Event
+from taskwire_client.version import compatibility
 
 HEADER = "X-Session-API-Key"
 PAGE = 100
@@ -180,7 +181,18 @@ class Client:
     # -- the server -------------------------------------------------------------------------
 
     async def server_info(self) -> dict[str, Any]:
+        """``GET /server_info``: the server's name, version and public settings."""
         return await self._call("GET", "/server_info")
+
+    async def check_server(self) -> str | None:
+        """Whether this client speaks to the server (``taskwire_client.version``): ``None`` when
+        it does, a warning when the server is newer; ``IncompatibleServer`` when it is older or
+        not taskwire at all."""
+        try:
+            info = await self.server_info()
+        except APIError as exc:
+            raise IncompatibleServer(f"{self.url} is not a taskwire server ({exc.status} on /server_info)") from exc
+        return compatibility(info)
 
     async def demo_scenarios(self, *, pace: float = 0.0) -> dict[str, Any]:
         """``GET /api/demo``: the scenarios the server offers, each with the body that starts it
@@ -201,7 +213,11 @@ class Client:
             raise APIError(response.status_code, str(body.get("code") or "http_error"), str(body.get("detail") or response.text))
         if response.status_code == 204 or not response.content:
             return None
-        return response.json()
+        try:
+            return response.json()
+        except ValueError:
+            raise IncompatibleServer(f"{self.url} answered {method} {path} with a body that is not JSON: "
+                                     "not a taskwire server") from None
 
 
 def _path(conversation_id: str, *rest: str) -> str:
