@@ -15,6 +15,7 @@ import pytest
 
 from taskwire.llm.mock_server import create_mock_app
 from tests.api.helpers import all_events, create
+from tests.api.test_metrics import scrape, total
 from tests.api.test_forwarding import watch_run
 from tests.reliability.consistency import assert_consistent
 from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server, wait_for_status
@@ -122,6 +123,9 @@ async def test_retry_after_from_a_subagents_provider_is_waited_out(tmp_path: Pat
     async with tree_server(tmp_path, script, dialect="openai") as (server, agent, log):
         cid, _ = await watch_run(server, agent)
         stored = await all_events(server, cid, include_subagents="true")
+        samples = await scrape(server)
+    assert total(samples, "taskwire_llm_retries_total", reason="429") == 1
+    assert total(samples, "taskwire_llm_retries_total") == 1
     [retry] = retries(stored)
     assert (retry["reason"], retry["status_code"], retry["delay"]) == ("429", 429, 2)
     refused, again = [r for r in logged(log) if r["lane"] == "level2" and r["turn"] == 0]
