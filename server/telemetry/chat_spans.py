@@ -13,7 +13,7 @@ from .spans import SpanData, SpanEvent, clip, unix_ns
 
 if TYPE_CHECKING:
     from .chat_history import ChatHistory
-    from .span_builder import _Run
+    from .run_spans import RunSpans as _Run
 
 RETRY_EVENT = "gen_ai.retry"
 """The name of a chat span's event for each retry (attributes ``taskwire.retry.*``)."""

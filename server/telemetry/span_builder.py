@@ -22,15 +22,15 @@ at any depth and for every backend. Ids derive from event ids (``server/telemetr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import EventRecord
 from .chat_history import ChatHistory
 from .chat_spans import ChatSpans
+from .run_spans import RunSpans as _Run
 from . import spans as a
 from .ids import span_id_of, trace_id_of
-from .spans import SpanData, SpanEvent, clip, unix_ns
+from .spans import SpanData, clip, unix_ns
 
 ENDS_RUN = {"finished", "paused", "error", "idle"}
 TOOL_ERRORS = {"failed", "cancelled"}
@@ -43,23 +43,6 @@ KINDS = {
 """The kinds that shape spans; any other record is skipped without being parsed."""
 MAX_WAITING_INPUTS = 10_000
 """Roots whose user messages are kept for their next run's span (content capture)."""
-
-
-@dataclass
-class _Run:
-    """One run of one tree: its spans still open, and the ids spans are parented by."""
-
-    trace_id: int
-    agents: dict[str, SpanData] = field(default_factory=dict)
-    """Open ``invoke_agent`` spans by conversation id (the root's own under the root id)."""
-    tools: dict[tuple[str, str], SpanData] = field(default_factory=dict)
-    """Open ``execute_tool`` spans by (conversation id, tool call id)."""
-    calls: dict[tuple[str, str], int] = field(default_factory=dict)
-    """Span id of every tool call of the run, open or ended: a sub-agent's parent."""
-    chats: dict[str, tuple[SpanData, list[dict[str, Any]]]] = field(default_factory=dict)
-    """``chat`` spans waiting for their response's text and calls (content capture only)."""
-    retries: dict[str, list[SpanEvent]] = field(default_factory=dict)
-    """Each conversation's retries of the model call under way: its ``chat`` span's events."""
 
 
 class SpanBuilder(ChatSpans):
