@@ -9,8 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from ..errors import LLMError
 from .anthropic import AnthropicLLM
 from .base import LLM, CallAbandoned, CallObserver, ChatMessage, LLMRequest, LLMResponse, RetryNotice, ToolCall, ToolSpec
@@ -18,7 +16,7 @@ from .gates import ProviderGates
 from .openai import OpenAILLM
 from .retry import RetryPolicy
 from .scripted import ScriptedLLM
-from .sse import shared_client
+from .transport import ModelHTTP
 from ..resources import CONFIG_DIR
 from ..settings import Settings
 
@@ -30,6 +28,7 @@ __all__ = [
     "ChatMessage",
     "LLMRequest",
     "LLMResponse",
+    "ModelHTTP",
     "OpenAILLM",
     "ProviderGates",
     "RetryNotice",
@@ -38,18 +37,17 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "make_llm",
-    "shared_client",
 ]
 
 
 def make_llm(
-    config: dict[str, Any] | None, settings: Settings, http: httpx.AsyncClient | None = None,
+    config: dict[str, Any] | None, settings: Settings, http: ModelHTTP | None = None,
     gates: ProviderGates | None = None,
 ) -> LLM:
     """The LLM for ``config`` (an ``llm`` spec: ``{"api", "model", "base_url", "api_key",
     "script", "pace", "max_retries", "retry_max_seconds", "stall_timeout", "max_concurrency"}``,
     any of them omitted). Raises ``LLMError`` for an unknown ``api`` or a scripted model without a
-    usable script. ``http``: the server's client for model calls (``shared_client``), which the
+    usable script. ``http``: the server's client for model calls (``ModelHTTP``), which the
     model leaves open; without it an HTTP model makes its own. ``gates``: the server's shared
     rate limits and caps per provider."""
     merged = settings.llm_defaults()

@@ -1,4 +1,4 @@
-"""``AnthropicLLM``: the Anthropic Messages API over httpx, streamed.
+"""``AnthropicLLM``: the Anthropic Messages API over HTTP, streamed.
 
 ``POST {base_url}/v1/messages`` with ``stream: true``. History maps onto content blocks:
 assistant tool calls become ``tool_use`` blocks, tool messages ``tool_result`` blocks, and

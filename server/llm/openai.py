@@ -1,4 +1,4 @@
-"""``OpenAILLM``: OpenAI-compatible chat completions over httpx, streamed.
+"""``OpenAILLM``: OpenAI-compatible chat completions over HTTP, streamed.
 
 ``POST {base_url}/chat/completions`` with function tools, ``stream: true`` and
 ``stream_options.include_usage``. Text fragments go to ``on_delta``; tool-call argument

@@ -1,9 +1,10 @@
-"""LLM calls over HTTP whose answers stream as Server-Sent Events, with httpx.
+"""LLM calls over HTTP whose answers stream as Server-Sent Events, retried as providers need.
 
-The one place the HTTP LLM clients meet httpx: transport failures, non-2xx answers and broken
-event data all leave here as ``LLMError`` with a readable reason. ``SSEChatClient`` is the
-base of ``OpenAILLM`` and ``AnthropicLLM``: each says how to build a body and how to assemble
-the streamed answer.
+Non-2xx answers and broken event data leave here as ``LLMError`` with a readable reason, the
+transient ones as ``TransientLLMError`` (retried by ``SSEChatClient.complete`` under its
+``RetryPolicy``); the connections are ``ModelHTTP``'s (``transport.py``). ``SSEChatClient`` is
+the base of ``OpenAILLM`` and ``AnthropicLLM``: each says how to build a body and how to
+assemble the streamed answer.
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-import httpx
-
 from ..errors import LLMError
 from .base import CallAbandoned, CallObserver, LLMRequest, LLMResponse, OnDelta, RetryNotice
 from .gates import ProviderGates
+from .transport import ModelHTTP, Timeouts
 from .retry import (
     RetryPolicy,
     TransientLLMError,
@@ -85,15 +85,15 @@ class SSEChatClient:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
-        http: httpx.AsyncClient | None = None,
+        http: ModelHTTP | None = None,
         *,
         retry: RetryPolicy | None = None,
         stall_timeout: float | None = None,
         gates: ProviderGates | None = None,
         max_concurrency: int | None = None,
     ) -> None:
-        """``http``: a client shared with other agents (``shared_client``), left open by
-        ``aclose``; without it the model gets a client of its own. ``timeout``: seconds to
+        """``http``: the server's model client (``ModelHTTP``), shared with other agents and
+        left open by ``aclose``; without it the model gets a client of its own. ``timeout``: seconds to
         connect, send and wait for a pooled connection; ``stall_timeout``: seconds without a
         byte of the answer (before its first or between two) after which the attempt is
         abandoned and retried (default ``timeout``). ``retry``: how transient failures are
@@ -106,9 +106,9 @@ class SSEChatClient:
             "accept": "text/event-stream",
             **self.auth_headers(api_key),
         }
-        self._timeout = httpx.Timeout(timeout, read=stall_timeout if stall_timeout is not None else timeout)
+        self._timeouts = Timeouts(connect=timeout, stall=stall_timeout if stall_timeout is not None else timeout)
         self._owned = http is None
-        self._client = http if http is not None else httpx.AsyncClient(timeout=self._timeout)
+        self._client = http if http is not None else ModelHTTP()
         self.retry = retry or RetryPolicy()
         key = hashlib.sha256((api_key or "").encode()).hexdigest()[:16]  # rate limits are per key
         self._gate = (gates or ProviderGates()).gate(self.url, key, max_concurrency)
@@ -161,7 +161,7 @@ class SSEChatClient:
         """One request and its whole answer."""
         stream = self.new_stream()
         after_done = 0
-        async with aclosing(stream_events(self._client, self.url, body, self._headers, self._timeout)) as events:
+        async with aclosing(stream_events(self._client, self.url, body, self._headers, self._timeouts)) as events:
             async for event in events:
                 if stream.done:
                     # Read on to the stream's end (the answer is whole): a response left unread
@@ -213,18 +213,6 @@ def _gave_up(failure: TransientLLMError, attempt: int, elapsed: float, delay: fl
             f"the {policy.max_seconds:.0f} s retry limit)")
 
 
-def shared_client(timeout: float = 120.0) -> httpx.AsyncClient:
-    """One client for every agent's model calls on a server: a new ``httpx.AsyncClient`` builds
-    an SSL context (about 40 ms of CPU here), which made each agent's start cost more than all
-    its model calls; shared, connections to the model are reused across agents too. No bound on
-    connections (as one client per agent had none). At most 16 are kept idle: httpcore 1.0.9's
-    pool scans every connection for each idle one whenever a request starts or ends, so with
-    hundreds kept idle each model call cost ~16 ms of CPU (measured at 100 concurrent calls);
-    with 16, 1.7 ms."""
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=16)
-    return httpx.AsyncClient(timeout=httpx.Timeout(timeout), limits=limits)
-
-
 def encode_body(body: dict[str, Any]) -> bytes:
     """The request body as sent: compact JSON, keys in the order the body was built, so
     identical requests are byte-identical."""
@@ -232,29 +220,15 @@ def encode_body(body: dict[str, Any]) -> bytes:
 
 
 async def stream_events(
-    client: httpx.AsyncClient, url: str, body: bytes, headers: dict[str, str],
-    timeout: httpx.Timeout | None = None,
+    client: ModelHTTP, url: str, body: bytes, headers: Mapping[str, str], timeouts: Timeouts,
 ) -> AsyncIterator[SSEvent]:
-    """POST ``body`` (encoded) to ``url`` and yield the answer's events as they arrive
-    (``timeout``: this call's, else the client's). Failures another attempt may cure raise
-    ``TransientLLMError``; the rest ``LLMError``."""
-    try:
-        chosen = timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT
-        async with client.stream("POST", url, content=body, headers=headers, timeout=chosen) as response:
-            if response.status_code >= 300:
-                raise http_error(url, response.status_code, response.headers, await response.aread())
-            async for event in _parse(response.aiter_lines()):
-                yield event
-    except httpx.ReadTimeout as exc:
-        raise TransientLLMError(f"LLM at {url} stalled: no data for {_read_timeout(timeout)}", reason="stalled") from exc
-    except httpx.TimeoutException as exc:
-        raise TransientLLMError(f"LLM at {url} timed out ({type(exc).__name__})", reason="timeout") from exc
-    except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-        raise TransientLLMError(
-            f"LLM request to {url} failed: {type(exc).__name__}: {exc}", reason="connection"
-        ) from exc
-    except httpx.HTTPError as exc:
-        raise LLMError(f"LLM request to {url} failed: {type(exc).__name__}: {exc}") from exc
+    """POST ``body`` (encoded) to ``url`` and yield the answer's events as they arrive.
+    Failures another attempt may cure raise ``TransientLLMError``; the rest ``LLMError``."""
+    async with client.post(url, body, headers, timeouts) as answer:
+        if answer.status >= 300:
+            raise http_error(url, answer.status, answer.headers, await answer.read())
+        async for event in _parse(answer.lines()):
+            yield event
 
 
 def http_error(url: str, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
@@ -265,11 +239,6 @@ def http_error(url: str, status: int, headers: Mapping[str, str], raw: bytes) ->
     if retry if retry is not None else retryable_status(status):
         return TransientLLMError(message, reason=str(status), status=status, retry_after=retry_after_seconds(headers))
     return LLMError(message)
-
-
-def _read_timeout(timeout: httpx.Timeout | None) -> str:
-    seconds = timeout.read if timeout is not None else None
-    return f"{seconds:g} s" if seconds is not None else "too long"
 
 
 async def _parse(lines: AsyncIterator[str]) -> AsyncIterator[SSEvent]:

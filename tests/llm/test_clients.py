@@ -17,7 +17,8 @@ from starlette.routing import Route
 from taskwire.errors import LLMError
 from taskwire.llm.base import ChatMessage, LLMRequest, ToolCall, ToolSpec
 from taskwire.llm.retry import RetryPolicy
-from taskwire.llm.sse import encode_body, shared_client
+from taskwire.llm.sse import encode_body
+from taskwire.llm.transport import ModelHTTP
 from tests.llm.conftest import http_client, serve_mock
 from tests.servers import serve_app
 
@@ -204,7 +205,7 @@ async def test_unreachable_server_is_llm_error(dialect: str) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     llm = http_client(dialect, f"http://127.0.0.1:{port}", retry=NO_RETRY)
-    with pytest.raises(LLMError, match="failed: ConnectError"):
+    with pytest.raises(LLMError, match="failed: ClientConnectorError"):
         await llm.complete(ask("hi"))
     await llm.aclose()
 
@@ -222,7 +223,7 @@ async def test_slow_answer_past_the_stall_timeout_is_llm_error(dialect: str, tmp
 async def test_models_sharing_the_servers_client_keep_their_own_timeout_and_leave_it_open(
     dialect: str, tmp_path: Path
 ) -> None:
-    shared = shared_client(timeout=30)
+    shared = ModelHTTP()
     try:
         async with serve_mock(one_lane({"text": "late", "delay": 1}), tmp_path / "log.jsonl") as mock:
             hasty = mock.client(dialect, stall_timeout=0.2, http=shared, retry=NO_RETRY)

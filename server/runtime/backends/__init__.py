@@ -18,10 +18,8 @@ from ...specs import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS
 from ...store import EventQuery, Store
 
 if TYPE_CHECKING:
-    import httpx
-
     from ...hooks import Hooks
-    from ...llm import ProviderGates
+    from ...llm import ModelHTTP, ProviderGates
     from ..conversation import ConversationHost
     from ..task_manager import TaskManager
 
@@ -30,7 +28,7 @@ __all__ = ["AgentBackend", "AgentHost", "build_backend"]
 
 async def build_backend(
     host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks, requests_first: RequestsFirst | None = None,
-    llm_http: httpx.AsyncClient | None = None, llm_gates: ProviderGates | None = None,
+    llm_http: ModelHTTP | None = None, llm_gates: ProviderGates | None = None,
 ) -> AgentBackend:
     """The backend named by ``host.record.agent``, primed with what the conversation already
     holds; a native agent's steps give way to the API's requests (``requests_first``), and its
@@ -76,7 +74,7 @@ async def _imported(name: str) -> ModuleType:
 
 async def _native(
     host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks, requests_first: RequestsFirst | None,
-    llm_http: httpx.AsyncClient | None, llm_gates: ProviderGates | None,
+    llm_http: ModelHTTP | None, llm_gates: ProviderGates | None,
 ) -> NativeBackend:
     agent = host.record.agent
     llm_config = {k: v for k, v in (agent.get("llm") or {}).items() if v is not None}
