@@ -5,8 +5,9 @@ CPU through httpx (its request building and cookie handling alone 1.0 to 1.35 ms
 through aiohttp, whose HTTP parser is C (``bench/llm_client.py``, BENCHMARKS.md). What users rely
 on is kept:
 
-- proxies from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``NO_PROXY``, as aiohttp's
-  ``trust_env`` reads them);
+- proxies from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``,
+  credentials in the proxy's URL), read once per endpoint (aiohttp's ``trust_env`` read them, and
+  ``~/.netrc`` in a thread, for every request);
 - TLS verified as httpx verifies it (``httpx.create_ssl_context()``: certifi's roots, or
   ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), built once per server and only for ``https`` URLs;
 - timeouts: ``connect`` for a connection (and a free slot), ``stall`` for each read of the
@@ -21,12 +22,15 @@ from __future__ import annotations
 import asyncio
 import io
 import ssl
+import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
+from yarl import URL
 
 from .. import __version__
 from ..errors import LLMError
@@ -79,6 +83,7 @@ class ModelHTTP:
     def __init__(self) -> None:
         self._session: aiohttp.ClientSession | None = None
         self._ssl: ssl.SSLContext | None = None
+        self._proxies: dict[tuple[str, str], tuple[URL | None, aiohttp.BasicAuth | None]] = {}
         self._closed = False
 
     @property
@@ -91,10 +96,20 @@ class ModelHTTP:
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30)
             self._session = aiohttp.ClientSession(
-                connector=connector, trust_env=True, auto_decompress=True, timeout=aiohttp.ClientTimeout(total=None),
+                connector=connector, auto_decompress=True, timeout=aiohttp.ClientTimeout(total=None),
                 skip_auto_headers=("User-Agent",), headers={"user-agent": f"taskwire/{__version__}"},
             )
         return self._session
+
+    def _proxy_for(self, url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+        """The proxy the environment names for ``url`` (``None``: straight there), and its
+        credentials."""
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.hostname or "")
+        found = self._proxies.get(key)
+        if found is None:
+            found = self._proxies[key] = environment_proxy(parts.scheme, parts.hostname or "")
+        return found
 
     def _ssl_for(self, url: str) -> ssl.SSLContext | bool:
         if not url.startswith("https:"):
@@ -116,7 +131,9 @@ class ModelHTTP:
             # The head arrives within connect + stall unless the sending itself hangs.
             async with asyncio.timeout(timeouts.connect + timeouts.stall):
                 data = body if len(body) < LARGE_BODY else io.BytesIO(body)
-                response = await session.post(url, data=data, headers=headers, timeout=timeout, ssl=self._ssl_for(url))
+                proxy, proxy_auth = self._proxy_for(url)
+                response = await session.post(url, data=data, headers=headers, timeout=timeout, ssl=self._ssl_for(url),
+                                              proxy=proxy, proxy_auth=proxy_auth)
         except TimeoutError as exc:
             if isinstance(exc, aiohttp.ConnectionTimeoutError):
                 raise TransientLLMError(f"LLM at {url} timed out connecting", reason="timeout") from exc
@@ -137,6 +154,20 @@ class ModelHTTP:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def environment_proxy(scheme: str, host: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy for ``scheme://host`` by the environment's ``*_PROXY`` and ``NO_PROXY``, as
+    urllib reads them; ``LLMError`` for a kind aiohttp cannot use (SOCKS)."""
+    proxies = urllib.request.getproxies_environment()
+    named = proxies.get(scheme) or proxies.get("all")
+    if not named or urllib.request.proxy_bypass_environment(host, proxies):
+        return None, None
+    proxy = URL(named if "://" in named else f"http://{named}")
+    if proxy.scheme not in ("http", "https"):
+        raise LLMError(f"the proxy {proxy.with_user(None)} is not an HTTP proxy (the model client speaks to HTTP proxies only)")
+    auth = aiohttp.BasicAuth(proxy.user, proxy.password or "") if proxy.user else None
+    return proxy.with_user(None), auth
 
 
 def _failure(url: str, exc: aiohttp.ClientError) -> LLMError:
