@@ -74,7 +74,8 @@ async def tree_server(tmp_path: Path, script: dict[str, Any], dialect: str = "an
 
 
 def logged(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in log.read_text().splitlines()]
+    """The provider's request log so far (none yet: no file)."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def retries(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -164,6 +165,21 @@ async def test_a_pause_during_a_back_off_ends_the_run_paused(tmp_path: Path) -> 
         await assert_consistent(server, cid)
         assert len(logged(log)) == 1
     assert done["status"] == "paused"
+
+
+async def test_a_pause_during_a_stalled_stream_ends_the_run_paused_without_another_attempt(tmp_path: Path) -> None:
+    script = tree_script(tmp_path / "ran.txt", main={"fault": "stall"})
+    async with tree_server(tmp_path, script, stall_timeout=3) as (server, agent, log):
+        cid = (await create(server, agent=agent, initial_message="Go."))["id"]
+        await wait_until(lambda: len(logged(log)) == 1, timeout=60, what="the stalled request")
+        assert (await server.client.post(f"/api/conversations/{cid}/pause")).status_code == 200
+        done = await wait_for_status(server.client, cid, {"paused", "finished", "error"})
+        await assert_consistent(server, cid)
+        stored = await all_events(server, cid)
+        requests = logged(log)
+    assert done["status"] == "paused"
+    # The stall is abandoned as it would be anyway; the retry it reports is never made.
+    assert len(requests) == len(retries(stored)) == 1
 
 
 async def test_cancelling_a_subagent_in_its_back_off_lets_the_parent_go_on(tmp_path: Path) -> None:

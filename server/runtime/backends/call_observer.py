@@ -8,16 +8,10 @@ and this is the runtime's.
 from __future__ import annotations
 
 import asyncio
-import time
 
 from ...events import LLMRetryEvent
 from ...llm import RetryNotice
 from .base import AgentHost
-
-PAUSE_CHECK_SECONDS = 0.1
-"""How often a back-off looks whether its run was asked to pause (an interrupt or a
-cancel needs no look: it cancels the wait itself)."""
-
 
 class HostCallObserver:
     """Implements ``CallObserver`` for one agent (``host``)."""
@@ -42,11 +36,13 @@ class HostCallObserver:
         )
 
     async def wait(self, seconds: float) -> bool:
-        """Sleep ``seconds``, or less if the run is asked to pause meanwhile (then ``False``)."""
-        deadline = time.monotonic() + seconds
-        while not self.host.pause_requested:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return True
-            await asyncio.sleep(min(left, PAUSE_CHECK_SECONDS))
-        return False
+        """Sleep ``seconds``, or less if the run is asked to pause meanwhile (then ``False``).
+        An interrupt or a cancel cancels the wait itself."""
+        if self.host.pause_requested:
+            return False
+        pause = asyncio.ensure_future(self.host.wait_for_pause())
+        try:
+            done, _ = await asyncio.wait({pause}, timeout=seconds)
+        finally:
+            pause.cancel()
+        return not done
