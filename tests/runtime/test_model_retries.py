@@ -228,3 +228,46 @@ async def test_a_subagent_whose_retries_run_out_fails_and_its_parent_is_told_why
     [finished] = [e for e in stored if e["kind"] == "SubagentFinishedEvent"]
     assert finished["status"] == "error"
     assert len(retries(stored)) == 1
+
+
+async def test_two_servers_in_one_process_keep_their_rate_limits_apart(tmp_path: Path) -> None:
+    # One provider, two servers: the first's agent is told to wait 30 s; the second's does not
+    # wait for it (the gate is the server's, never the process's).
+    script = {"lanes": [
+        {"name": "told", "match": {"first_user_contains": "first server"},
+         "turns": [{"error": "rate limited", "status": 429, "retry_after": 30}]},
+        {"name": "free", "match": {"first_user_contains": "second server"},
+         "turns": [{"tool_calls": [{"name": "finish", "arguments": {"message": "done"}}]}]},
+    ]}
+    log = tmp_path / "requests.jsonl"
+    async with serve_app(create_mock_app(script, log_path=log)) as mock_url:
+        agent = {"kind": "native", "llm": {"api": "anthropic", "model": "m", "base_url": mock_url, "api_key": "k"}}
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        async with taskwire_server(isolated_settings(tmp_path / "a")) as first, \
+                taskwire_server(isolated_settings(tmp_path / "b")) as second:
+            waiting = (await create(first, agent=agent, initial_message="Go, first server."))["id"]
+
+            async def told_to_wait() -> bool:
+                return bool(retries(await all_events(first, waiting)))
+
+            await wait_until(told_to_wait, timeout=60, what="the first server's retry event")
+            other = (await create(second, agent=agent, initial_message="Go, second server."))["id"]
+            done = await wait_for_status(second.client, other, {"paused", "finished", "error"})
+            assert first.runtime.llm_gates is not second.runtime.llm_gates
+            status = (await first.client.get(f"/api/conversations/{waiting}")).json()["status"]
+            await first.client.post(f"/api/conversations/{waiting}/interrupt")
+    assert done["status"] == "finished" and status == "running"
+    assert [(r["lane"], r["status"]) for r in logged(log)] == [("told", 429), ("free", 200)]
+
+
+@pytest.mark.parametrize("field, value", [
+    ("max_retries", -1), ("max_retries", 101), ("retry_max_seconds", 0), ("stall_timeout", 0), ("max_concurrency", 0),
+    ("max_retries", "3"), ("stall_timeout", True),
+])
+async def test_a_retry_setting_out_of_range_is_a_422_naming_it(field: str, value: Any, tmp_path: Path) -> None:
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        agent = {"kind": "native", "llm": {"api": "openai", "model": "m", field: value}}
+        response = await server.client.post("/api/conversations", json={"agent": agent, "initial_message": "Go."})
+    assert response.status_code == 422, response.text
+    assert field in response.text
