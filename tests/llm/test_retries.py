@@ -216,3 +216,24 @@ def _key() -> str:
     import hashlib
 
     return hashlib.sha256(b"test").hexdigest()[:16]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_calls_cancelled_holding_or_awaiting_a_slot_leave_the_cap_whole(dialect: str, tmp_path: Path) -> None:
+    script = {"lanes": [
+        {"name": "slow", "match": {"first_user_contains": "slow"}, "turns": [{"text": "late", "delay": 30}], "repeat": True},
+        {"name": "fast", "match": {"first_user_contains": "fast"}, "turns": [{"text": "quick"}]},
+    ]}
+    gates = ProviderGates()
+    async with serve_mock(script, tmp_path / "log.jsonl") as mock:
+        models = [mock.client(dialect, gates=gates, max_concurrency=1) for _ in range(3)]
+        holding = asyncio.ensure_future(models[0].complete(ask("slow")))
+        await wait_until(lambda: len(mock.requests()) == 1, timeout=30, what="the first call holding the slot")
+        waiting = asyncio.ensure_future(models[1].complete(ask("slow")))
+        await asyncio.sleep(0)  # it waits for the slot now
+        for call in (waiting, holding):
+            call.cancel()
+        await asyncio.gather(holding, waiting, return_exceptions=True)
+        assert (await asyncio.wait_for(models[2].complete(ask("fast")), 30)).text == "quick"
+        for model in models:
+            await model.aclose()
