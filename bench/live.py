@@ -50,6 +50,7 @@ import websockets
 from common import ROOT
 from many import SUBAGENTS, cpu_seconds, peak_rss_mb, replica_env, scrape, tree_script
 from rich.console import Console
+from live_tables import probe_table, table_of
 from rich.table import Table
 
 from tests.servers import ServerProcess
@@ -224,14 +225,20 @@ def top_frames(path: Path, count: int = 12) -> list[tuple[str, float]]:
 
 
 async def run_one(
-    folder: Path, size: int, delay: float, steps: int, processes: int, profile: Path | None, llm: str = "scripted"
+    folder: Path, size: int, delay: float, steps: int, processes: int, profile: Path | None, llm: str = "scripted",
+    faults: float = 0.0,
 ) -> dict[str, Any]:
+    """One run of ``size`` trees; ``faults``: over HTTP, that share of model requests is answered
+    ``429`` with ``Retry-After: 1`` (``random_faults``) and retried."""
     folder.mkdir(parents=True, exist_ok=True)
     env = replica_env(folder, f"sqlite:///{folder}/taskwire.db", None)
     env.update(OH_MAX_PARALLEL_SUBAGENTS=str(SUBAGENTS * max(size, 1)))  # no tree waits for another's slot
     server = ServerProcess("server", folder, env)
     script_path, agent_path = folder / "script.json", folder / "agent.json"
-    script_path.write_text(tree_script(steps, delay))
+    script = json.loads(tree_script(steps, delay))
+    if faults:
+        script["random_faults"] = {"share": faults, "status": 429, "retry_after": 1, "seed": size}
+    script_path.write_text(json.dumps(script))
     model = None
     if llm == "http":  # the same script served over HTTP (OpenAI's dialect) by `taskwire mock-llm`
         port = free_port()
@@ -279,6 +286,8 @@ async def run_one(
         "sub_p50": pick([t["first_subagent"] for t in trees if "first_subagent" in t], 0.5),
         "sub_p99": pick([t["first_subagent"] for t in trees if "first_subagent" in t], 0.99),
         "end_p50": pick([t["end"] for t in trees], 0.5), "floor": delay * (2 + steps + 1) * 1000,
+        "end_max": max(t["end"] for t in trees), "faults": faults, "cpu_s": cpu,
+        "retries": after.get("taskwire_llm_retries_total", 0) - before.get("taskwire_llm_retries_total", 0),
         "cpu_per_call": cpu * 1000 / calls, "cpu_per_event": cpu * 1000 / max(stored, 1),
         "model_cpu_per_call": model_cpu * 1000 / calls if model_cpu is not None else None,
         "rss_end": rss_end, "rss_peak": rss_peak, "load": os.getloadavg(),
@@ -341,22 +350,6 @@ async def run_bare(folder: Path, size: int, processes: int) -> dict[str, Any]:
     }
 
 
-def table_of(rows: list[dict[str, Any]], title: str) -> Table:
-    table = Table(title=title)
-    for column in ("N", "model s", "finished", "POST→201 p50 / p99 ms", "→ first frame p50", "→ first sub-agent event p50 / p99",
-                   "→ run end p50 (model floor)", "CPU ms / model call", "CPU ms / event", "RSS end / peak MB", "load 1 / 5 min"):
-        table.add_column(column, justify="right")
-    for r in rows:
-        table.add_row(
-            str(r["trees"]), f"{r['delay']:g}", f"{r['ok']}/{r['trees']}", f"{r['created_p50']:,.0f} / {r['created_p99']:,.0f}",
-            f"{r['frame_p50']:,.0f}", f"{r['sub_p50']:,.0f} / {r['sub_p99']:,.0f}", f"{r['end_p50']:,.0f} ({r['floor']:,.0f})",
-            f"{r['cpu_per_call']:.2f}" + (f" (model {r['model_cpu_per_call']:.2f})" if r.get("model_cpu_per_call") else ""),
-            f"{r['cpu_per_event']:.3f}", f"{r['rss_end']:.0f} / {r['rss_peak']:.0f}",
-            f"{r['load'][0]:.1f} / {r['load'][1]:.1f}",
-        )
-    return table
-
-
 async def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--client":
         url, ws_url, count, agent_path = sys.argv[2:6]
@@ -371,25 +364,24 @@ async def main() -> None:
     parser.add_argument("--no-ceiling", dest="ceiling", action="store_false", help="skip the bare server's run")
     parser.add_argument("--llm", choices=("scripted", "http"), default="scripted",
                         help="the model: scripted in the server, or the same script over HTTP from `taskwire mock-llm`")
+    parser.add_argument("--faults", default="0", help="with --llm http: shares of model requests answered 429 "
+                        "(Retry-After: 1), one run each")
     args = parser.parse_args()
     console = Console(width=max(200, Console().width))
     console.log(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()}, "
                 f"{SUBAGENTS} sub-agents x {args.steps} steps a tree ({model_calls(args.steps)} model calls)")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for delay in [float(d) for d in args.delays.split(",") if d]:
-            for size in [int(s) for s in args.sizes.split(",") if s]:
-                console.log(f"{size} trees, model {delay} s")
-                rows.append(await run_one(Path(tmp) / f"n{size}-d{delay}", size, delay, args.steps, args.clients, args.profile, args.llm))
-                for frame, share in rows[-1]["profile"]:
-                    console.log(f"  {share:6.1%}  {frame}")
+        for faults in [float(f) for f in args.faults.split(",") if f]:
+            for delay in [float(d) for d in args.delays.split(",") if d]:
+                for size in [int(s) for s in args.sizes.split(",") if s]:
+                    console.log(f"{size} trees, model {delay} s" + (f", {faults:.0%} of requests answered 429" if faults else ""))
+                    rows.append(await run_one(Path(tmp) / f"n{size}-d{delay}-f{faults}", size, delay, args.steps, args.clients,
+                                              args.profile, args.llm, faults))
+                    for frame, share in rows[-1]["profile"]:
+                        console.log(f"  {share:6.1%}  {frame}")
     console.print(table_of(rows, f"live under load: N trees started together (SQLite, one server, model {args.llm})"))
-    table = Table(title="the API's other requests meanwhile, one at a time every 0.1 s (idle: the same server before the trees)")
-    for column in ("N", "model s", *(f"{name} p50 / p99 ms (idle p50)" for name in PROBES)):
-        table.add_column(column, justify="right")
-    for r in rows:
-        table.add_row(str(r["trees"]), f"{r['delay']:g}", *(f"{a:,.1f} / {b:,.1f} ({c:,.1f})" for a, b, c in r["probe"].values()))
-    console.print(table)
+    console.print(probe_table(rows, PROBES))
     if args.ceiling:
         with tempfile.TemporaryDirectory() as tmp:
             bare = [await run_bare(Path(tmp) / f"bare-n{size}", size, args.clients) for size in [int(s) for s in args.sizes.split(",") if s]]

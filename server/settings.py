@@ -137,8 +137,21 @@ class Settings(BaseSettings):
     """Default LLM key."""
     llm_script: str | None = None
     """Default script (path or inline YAML) when ``OH_LLM_API=scripted``."""
-    llm_timeout: float = 120.0
-    """Seconds before an LLM request is abandoned."""
+    llm_timeout: float = Field(120.0, gt=0)
+    """Seconds an LLM request may take to connect, to send, or to wait for a free connection."""
+    llm_stall_timeout: float = Field(90.0, gt=0)
+    """Seconds without a byte of a model's answer (before the first, or between two) after
+    which the attempt is abandoned and retried like a reset connection."""
+    llm_max_retries: int = Field(6, ge=0, le=100)
+    """Times a model call is tried again after a transient failure (a reset, a timeout, a
+    stall, ``408``, ``409``, ``429``, ``5xx``, ``529``), with exponential back-off and jitter or
+    the provider's ``Retry-After``; 0 turns retries off."""
+    llm_retry_max_seconds: float = Field(300.0, gt=0)
+    """A model call stops retrying once this many seconds have passed since it started (or
+    when the next wait would take it past them)."""
+    llm_max_concurrency: int | None = Field(None, ge=1)
+    """At most this many requests open at once to one provider (endpoint and key), shared by
+    every agent of the server; unset: no cap."""
     openhands_python: str | None = None
     """The Python 3.12 interpreter with openhands-sdk/-tools 1.58.2 (``make openhands``:
     ``.venv-openhands/bin/python``) that runs ``kind: openhands`` agents; unset: none can be
@@ -197,6 +210,10 @@ class Settings(BaseSettings):
             "base_url": self.llm_base_url,
             "api_key": self.llm_api_key,
             "script": bundled_file(self.llm_script) if self.llm_script else None,
+            "max_retries": self.llm_max_retries,
+            "retry_max_seconds": self.llm_retry_max_seconds,
+            "stall_timeout": self.llm_stall_timeout,
+            "max_concurrency": self.llm_max_concurrency,
         }
 
 

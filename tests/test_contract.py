@@ -26,6 +26,7 @@ EVENT_FIELDS = {
     "ACPToolCallEvent": {"tool_call_id", "title", "status", "tool_kind", "raw_input", "raw_output", "content", "is_error"},
     "PermissionRequestEvent": {"request_id", "tool_call_id", "tool_name", "title", "arguments", "options", "reason"},
     "PermissionResolvedEvent": {"request_id", "tool_call_id", "outcome", "option_id", "reason", "answered_by"},
+    "LLMRetryEvent": {"attempt", "max_attempts", "delay", "reason", "error", "status_code", "discard_text"},
 }
 
 PERMISSION_OPTION_FIELDS = {"option_id", "kind", "name"}
@@ -48,6 +49,7 @@ SETTINGS = {
     "OH_WS_AUTH_TIMEOUT", "OH_MAX_UNAUTHENTICATED_SOCKETS", "OH_WS_SEND_TIMEOUT", "OH_TOOL_ENV_ALLOW",
     "OH_APPROVAL", "OH_APPROVAL_TIMEOUT_S",
     "OH_LLM_API", "OH_LLM_MODEL", "OH_LLM_BASE_URL", "OH_LLM_API_KEY", "OH_LLM_SCRIPT", "OH_LLM_TIMEOUT", "OH_OPENHANDS_PYTHON",
+    "OH_LLM_STALL_TIMEOUT", "OH_LLM_MAX_RETRIES", "OH_LLM_RETRY_MAX_SECONDS", "OH_LLM_MAX_CONCURRENCY",
     "OH_CONFIG_FILE",
 }
 
@@ -118,4 +120,5 @@ def _required(kind: str) -> dict[str, object]:
         "ACPToolCallEvent": {"tool_call_id": "c"},
         "PermissionRequestEvent": {"request_id": "r", "tool_call_id": "c", "tool_name": "t"},
         "PermissionResolvedEvent": {"request_id": "r", "tool_call_id": "c", "outcome": "allowed"},
+        "LLMRetryEvent": {"attempt": 2, "max_attempts": 7, "delay": 1.0, "reason": "429", "error": "e"},
     }.get(kind, {})

@@ -26,22 +26,22 @@ frames, and ``session/load`` feeds it the stored log. It owns DESIGN.md's ACP pr
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from taskwire_client.retries import retry_line
+
 from .call_view import AGENT_TOOL_NAME, acp_kind, native_call, peer_content
 from .permissions import PermissionDesk
+from .text_lane import TextLane
 from .toolcalls import TERMINAL, text_block
 from .updates import Output, RunEnded, Update, merge_meta, stamp_meta, text_chunk, wire_status, with_meta
 from ..events.closing import closing_status, closing_text
 
 RUN_ENDS = frozenset({"finished", "error", "paused"})
-SEPARATOR = "\n\n"
-"""Between two texts of one lane with no tool call between them (a client joins chunks)."""
 CLOSE_REASONS = {"finished": "the run ended", "error": "the run failed", "paused": "the run was stopped"}
 RUNNING_STATUSES = frozenset({"in_progress", "completed", "failed"})
-_SPACE = re.compile(r"\s+")
+RETRY_KEYS = ("attempt", "max_attempts", "delay", "reason", "error", "status_code", "discard_text")
 
 
 @dataclass(slots=True)
@@ -53,18 +53,6 @@ class _Call:
     content: list[dict[str, Any]] | None = None
     keep_content: bool = False
     ran: bool = False
-
-
-@dataclass(slots=True)
-class _Lane:
-    """The text state of one stream (the root's, or a sub-agent's)."""
-
-    streamed: str = ""
-    """Delta text sent since the lane's last stored text."""
-    broken: bool = False
-    """Deltas may have been lost (the feed resumed): send none until the next stored text."""
-    text_open: bool = False
-    """The lane's last update was text: a new text starts with ``SEPARATOR``."""
 
 
 class ACPProjection:
@@ -88,7 +76,7 @@ class ACPProjection:
         """Calls ``close_open`` closed: a result that still comes corrects them, never restarts them."""
         self._spawning: set[str] = set()
         self._finishing: set[str] = set()
-        self._lanes: dict[str | None, _Lane] = {}
+        self._lanes: dict[str | None, TextLane] = {}
         self._resumed = False
         self._prompt: str | None = None
         self._error: tuple[str | None, str | None] | None = None
@@ -103,6 +91,7 @@ class ACPProjection:
             "SubagentStartedEvent": self._subagent_started,
             "SubagentFinishedEvent": self._subagent_finished,
             "AgentErrorEvent": self._agent_error,
+            "LLMRetryEvent": self._llm_retry,
             "ConversationStateUpdateEvent": self._state,
             "PermissionRequestEvent": self._permission_request,
             "PermissionResolvedEvent": self._permission_resolved,
@@ -147,11 +136,11 @@ class ACPProjection:
 
     # -- text -------------------------------------------------------------------------------
 
-    def _lane(self, event: dict[str, Any]) -> _Lane:
+    def _lane(self, event: dict[str, Any]) -> TextLane:
         key = event.get("subagent_id")
         lane = self._lanes.get(key)
         if lane is None:
-            lane = self._lanes[key] = _Lane(broken=self._resumed)
+            lane = self._lanes[key] = TextLane(broken=self._resumed)
         return lane
 
     def _delta(self, event: dict[str, Any], replaying: bool) -> list[Output]:
@@ -160,32 +149,25 @@ class ACPProjection:
             return []
         if event.get("channel") == "thought":
             return [text_chunk("agent_thought_chunk", text, stamp_meta(event))]
-        lane = self._lane(event)
-        if lane.broken:
-            return []
-        prefix = SEPARATOR if not lane.streamed and lane.text_open else ""
-        lane.streamed += text
-        lane.text_open = True
-        return [text_chunk("agent_message_chunk", prefix + text, stamp_meta(event))]
+        text = self._lane(event).delta(text)
+        return [text_chunk("agent_message_chunk", text, stamp_meta(event))] if text else []
 
     def _stored_text(self, event: dict[str, Any], text: Any) -> list[Output]:
         """Stored text: what the lane's deltas did not already send."""
         if not isinstance(text, str) or not text:
             return []
-        lane = self._lane(event)
-        streamed, lane.streamed, lane.broken = lane.streamed, "", False
-        if not streamed:
-            rest = (SEPARATOR if lane.text_open else "") + text
-        elif text.startswith(streamed):
-            rest = text[len(streamed):]
-        elif _SPACE.sub("", text) == _SPACE.sub("", streamed):
-            rest = ""  # the same text, spaced otherwise (a bridged agent joins its segments)
-        else:
-            rest = SEPARATOR + text
-        if not rest:
-            return []
-        lane.text_open = True
-        return [text_chunk("agent_message_chunk", rest, stamp_meta(event))]
+        rest = self._lane(event).stored(text)
+        return [text_chunk("agent_message_chunk", rest, stamp_meta(event))] if rest else []
+
+    def _llm_retry(self, event: dict[str, Any], replaying: bool) -> list[Output]:
+        """A thought chunk a person reads ("retrying in 4 s (429)"), the record in
+        ``_meta.taskwire.llmRetry``; text the failed attempt streamed is not sent again."""
+        if event.get("discard_text"):
+            self._lane(event).retried()
+        line = retry_line(event)
+        record = {key: event[key] for key in RETRY_KEYS if event.get(key) is not None}
+        meta = merge_meta(stamp_meta(event), {"taskwire": {"llmRetry": record}})
+        return [text_chunk("agent_thought_chunk", line, meta)]
 
     def _message(self, event: dict[str, Any], replaying: bool) -> list[Output]:
         role, content = event.get("role"), event.get("content")
@@ -339,7 +321,7 @@ class ACPProjection:
         outputs.append(RunEnded(int(event.get("seq") or 0), value, error, code))
         self._error, self._resumed, self._finishing = None, False, set()
         for lane in self._lanes.values():
-            lane.streamed, lane.broken = "", False  # text cut short by the end is not coming
+            lane.ended()
         return outputs
 
     def _permission_request(self, event: dict[str, Any], replaying: bool) -> list[Output]:

@@ -39,6 +39,8 @@ Frame = tuple[int, dict[str, Any]]
 
 RUN_ENDING = frozenset({"idle", "finished", "paused", "error"})
 """Root statuses that end a run (``idle`` only ever comes first, at creation)."""
+_RETRY_FIELDS = (("attempt", "attempt"), ("max_attempts", "maxAttempts"), ("delay", "delay"), ("reason", "reason"),
+                 ("error", "error"), ("status_code", "statusCode"))
 
 
 class AguiProjection:
@@ -94,6 +96,7 @@ class AguiProjection:
             "ActionEvent": self._action,
             "ObservationEvent": self._observation,
             "AgentErrorEvent": self._agent_error,
+            "LLMRetryEvent": self._llm_retry,
             "ConversationStateUpdateEvent": self._state,
             "SubagentStartedEvent": self._subagent_started,
             "SubagentFinishedEvent": self._subagent_finished,
@@ -309,6 +312,19 @@ class AguiProjection:
         out.append({"type": "CUSTOM", "name": "taskwire.agent_error", "value": value, **lane.tag})
         if event.get("subagent_id") is None:
             self._error = (value["error"] or "the agent failed", event.get("code"))
+
+    def _llm_retry(self, event: dict[str, Any], out: Events) -> None:
+        """``CUSTOM taskwire.llm_retry``; text the failed attempt streamed is ended, and named
+        in ``discardMessageId`` for the client to drop (the retry streams a new message)."""
+        lane = self._lane(event, out)
+        value = {name: event[key] for key, name in _RETRY_FIELDS if event.get(key) is not None}
+        if event.get("discard_text"):
+            lane.close_reasoning(out)
+            discarded = lane.close_text(out)
+            lane.streamed = []
+            if discarded is not None:
+                value["discardMessageId"] = discarded
+        out.append({"type": "CUSTOM", "name": "taskwire.llm_retry", "value": value, **lane.tag})
 
     def _state(self, event: dict[str, Any], out: Events) -> None:
         lane = self._lane(event, out)

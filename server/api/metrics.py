@@ -73,6 +73,8 @@ class TaskwireCollector(Collector):
         for (model, kind), value in sorted(counts.llm_tokens.items()):
             tokens.add_metric([model, kind], value)
         yield tokens
+        yield _labelled(CounterMetricFamily, "taskwire_llm_retries", "Model calls tried again after a transient failure, by reason.",
+                        ["reason"], counts.llm_retries)
 
     def _store(self) -> Iterator[Metric]:
         histogram: Histogram = self._metrics.append_seconds
@@ -133,6 +135,10 @@ class TaskwireCollector(Collector):
             return
         yield GaugeMetricFamily("taskwire_conversations_loaded", "Root conversations held in memory.", value=runtime.loaded_count)
         yield GaugeMetricFamily("taskwire_leases_owned", "Conversation leases this replica holds (replicas only).", value=runtime.ownership.lease_count)
+        yield CounterMetricFamily(
+            "taskwire_llm_rate_limit_waits", "Model requests held back by a rate limit another request of this server was told of.",
+            value=runtime.llm_gates.waits,
+        )
         yield CounterMetricFamily(
             "taskwire_lease_takeovers", "Runs taken over from the store after their owner was gone (a lapsed lease, a restart).",
             value=runtime.takeovers,

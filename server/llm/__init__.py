@@ -9,37 +9,47 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from ..errors import LLMError
 from .anthropic import AnthropicLLM
-from .base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec
+from .base import LLM, CallAbandoned, CallObserver, ChatMessage, LLMRequest, LLMResponse, RetryNotice, ToolCall, ToolSpec
+from .gates import ProviderGates
 from .openai import OpenAILLM
+from .retry import RetryPolicy
 from .scripted import ScriptedLLM
-from .sse import shared_client
+from .transport import ModelHTTP
 from ..resources import CONFIG_DIR
 from ..settings import Settings
 
 __all__ = [
     "LLM",
     "AnthropicLLM",
+    "CallAbandoned",
+    "CallObserver",
     "ChatMessage",
     "LLMRequest",
     "LLMResponse",
+    "ModelHTTP",
     "OpenAILLM",
+    "ProviderGates",
+    "RetryNotice",
+    "RetryPolicy",
     "ScriptedLLM",
     "ToolCall",
     "ToolSpec",
     "make_llm",
-    "shared_client",
 ]
 
 
-def make_llm(config: dict[str, Any] | None, settings: Settings, http: httpx.AsyncClient | None = None) -> LLM:
-    """The LLM for ``config`` (``{"api", "model", "base_url", "api_key", "script", "pace"}``,
+def make_llm(
+    config: dict[str, Any] | None, settings: Settings, http: ModelHTTP | None = None,
+    gates: ProviderGates | None = None,
+) -> LLM:
+    """The LLM for ``config`` (an ``llm`` spec: ``{"api", "model", "base_url", "api_key",
+    "script", "pace", "max_retries", "retry_max_seconds", "stall_timeout", "max_concurrency"}``,
     any of them omitted). Raises ``LLMError`` for an unknown ``api`` or a scripted model without a
-    usable script. ``http``: the server's client for model calls (``shared_client``), which the
-    model leaves open; without it an HTTP model makes its own."""
+    usable script. ``http``: the server's client for model calls (``ModelHTTP``), which the
+    model leaves open; without it an HTTP model makes its own. ``gates``: the server's shared
+    rate limits and caps per provider."""
     merged = settings.llm_defaults()
     merged.update({k: v for k, v in (config or {}).items() if v is not None})
     api = merged.get("api")
@@ -60,6 +70,10 @@ def make_llm(config: dict[str, Any] | None, settings: Settings, http: httpx.Asyn
             api_key=merged.get("api_key"),
             timeout=float(merged.get("timeout") or settings.llm_timeout),
             http=http,
+            retry=RetryPolicy(max_retries=int(merged["max_retries"]), max_seconds=float(merged["retry_max_seconds"])),
+            stall_timeout=float(merged["stall_timeout"]),
+            gates=gates,
+            max_concurrency=merged.get("max_concurrency"),
         )
     raise LLMError(f"unknown LLM api {api!r}; expected openai, anthropic or scripted")
 

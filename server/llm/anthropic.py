@@ -1,4 +1,4 @@
-"""``AnthropicLLM``: the Anthropic Messages API over httpx, streamed.
+"""``AnthropicLLM``: the Anthropic Messages API over HTTP, streamed.
 
 ``POST {base_url}/v1/messages`` with ``stream: true``. History maps onto content blocks:
 assistant tool calls become ``tool_use`` blocks, tool messages ``tool_result`` blocks, and
@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import LLMError
 from ..events import Usage
 from .base import ChatMessage, LLMRequest, LLMResponse, ToolCall
+from .retry import TransientLLMError, stream_error
 from .sse import SSEChatClient, SSEvent, parse_arguments
 
 API_VERSION = "2023-06-01"
@@ -110,7 +111,7 @@ class _Stream:
         kind = event.get("type")
         if kind == "error":
             error = event.get("error") or {}
-            raise LLMError(f"LLM stream reported an error: {error.get('type')}: {error.get('message')}")
+            raise stream_error(error.get("type"), error.get("message"))
         if kind == "message_start":
             message = event["message"]
             self.id = message.get("id")
@@ -148,7 +149,7 @@ class _Stream:
 
     def response(self) -> LLMResponse:
         if not self.done:
-            raise LLMError("malformed stream: it ended before message_stop")
+            raise TransientLLMError("the answer's stream broke off before message_stop", reason="broken_stream")
         text: list[str] = []
         calls: list[ToolCall] = []
         for index in sorted(self.blocks):

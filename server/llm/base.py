@@ -6,6 +6,7 @@ translate their library's or peer's errors into ``LLMError`` once, at the bounda
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -71,12 +72,54 @@ OnDelta = Callable[[str], Awaitable[None]]
 """Called with each text fragment as it streams."""
 
 
+@dataclass(frozen=True)
+class RetryNotice:
+    """A failed attempt of a model call that is about to be tried again."""
+
+    attempt: int
+    """The attempt that comes next (2 for the first retry)."""
+    max_attempts: int
+    delay: float
+    """Seconds waited before it."""
+    reason: str
+    """Short and stable: ``429``, ``503``, ``connection``, ``timeout``, ``stalled`` ..."""
+    error: str
+    """The failure, readable (the provider's own message when it sent one)."""
+    status: int | None = None
+    discard_text: bool = False
+    """The failed attempt had streamed text: whoever showed it drops it (the next attempt
+    streams its own)."""
+
+
+class CallObserver(Protocol):
+    """What a model call needs from whoever runs it while it retries: somewhere to report
+    each retry, and a wait that the run can cut short. The runtime passes one in; the model
+    clients never import the runtime."""
+
+    async def retrying(self, notice: RetryNotice) -> None:
+        """An attempt failed and the call will try again after ``notice.delay``."""
+        ...
+
+    async def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; ``False`` when the run is pausing and the call should be
+        given up (``CallAbandoned``). A cancelled run cancels the wait, as any await."""
+        ...
+
+
+class CallAbandoned(Exception):
+    """A model call given up during a back-off because its run is pausing; not a failure."""
+
+
 class LLM(Protocol):
     """A model the native agent can call."""
 
-    async def complete(self, request: LLMRequest, on_delta: OnDelta | None = None) -> LLMResponse:
+    async def complete(
+        self, request: LLMRequest, on_delta: OnDelta | None = None, observer: CallObserver | None = None
+    ) -> LLMResponse:
         """Send ``request``, stream text fragments to ``on_delta``, return the whole answer.
-        Raises ``LLMError`` (with a readable reason) on any failure."""
+        Transient failures are retried (each reported to ``observer``); raises ``LLMError``
+        (with a readable reason) once the call cannot succeed, ``CallAbandoned`` when
+        ``observer.wait`` said to give up."""
         ...
 
     async def aclose(self) -> None: ...

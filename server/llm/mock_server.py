@@ -9,14 +9,19 @@ Routes:
 A request the script has no turn for (no lane matches, or its lane has no turn left) gets the
 plain unscripted reply, or, from a ``strict`` script, a 400 naming the lane and turn, so real
 clients give up instead of retrying with back-off. An ``error``
-turn gets its ``status`` (500 by default). Every request body can be logged, byte for byte as
-received, to a JSONL file: ``{"path", "query", "lane", "turn", "body"}`` a line.
+turn gets its ``status`` (500 by default) and its ``Retry-After``; a ``fault`` turn breaks its
+answer on the way (``reset``, ``stall``, ``cut``); ``random_faults`` answer a share of all
+requests with an error status. Every request body can be logged, byte for byte as received, to
+a JSONL file: ``{"path", "query", "lane", "turn", "at", "status", "fault", "body"}`` a line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +38,10 @@ from . import mock_anthropic, mock_openai
 from .script import Script, ScriptRequest, ScriptStep
 
 _SSE_HEADERS = {"cache-control": "no-cache"}
+_SERVER_SEND = "taskwire.mock.server_send"
+"""Where the scope keeps the server's own ``send`` (its connection is what a ``reset`` drops)."""
+_STALL_LIMIT = 600.0
+"""The longest a ``stall`` fault keeps a connection silent when its client never hangs up."""
 
 
 def _dumps(data: Any) -> str:
@@ -46,7 +55,9 @@ class _RequestLog:
         self.path = path
         self._lock = asyncio.Lock()
 
-    async def write(self, request: Request, body: bytes, step: ScriptStep | None) -> None:
+    async def write(
+        self, request: Request, body: bytes, step: ScriptStep | None, status: int, fault: str | None = None
+    ) -> None:
         if self.path is None:
             return
         entry = {
@@ -54,6 +65,9 @@ class _RequestLog:
             "query": request.url.query,
             "lane": step.lane if step else None,
             "turn": step.turn if step else None,
+            "at": time.time(),  # when it arrived: what a test of the client's waits reads
+            "status": status,
+            "fault": fault,
             # surrogateescape keeps even non-UTF-8 bodies exact once encoded back.
             "body": body.decode("utf-8", errors="surrogateescape"),
         }
@@ -126,11 +140,11 @@ def create_mock_app(
         return JSONResponse(loaded.status())
 
     async def unknown(request: Request) -> Response:
-        await log.write(request, await request.body(), None)
+        await log.write(request, await request.body(), None, 404)
         message = f"mock-llm has no route {request.method} {request.url.path}"
         return JSONResponse(ANTHROPIC.error(404, message), status_code=404)
 
-    app = Starlette(
+    app = _MockApp(
         routes=[
             Route("/v1/messages", endpoint(ANTHROPIC), methods=["POST"]),
             Route("/v1/chat/completions", endpoint(OPENAI), methods=["POST"]),
@@ -151,23 +165,65 @@ async def _answer(request: Request, dialect: _Dialect, script: Script, log: _Req
         except ValueError as exc:
             raise BadRequest(f"request body is not valid JSON: {exc}") from exc
         view = dialect.parse(body)
-        step = script.select(view, id_prefix=dialect.id_prefix)
+        chaos = script.random_fault()
+        if chaos is None:
+            step = script.select(view, id_prefix=dialect.id_prefix)
     except (BadRequest, LLMError) as exc:
-        await log.write(request, raw, None)
+        await log.write(request, raw, None, 400)
         # A script that cannot answer is the caller's scenario going off script: a 400, as for
         # a malformed request, so real clients give up instead of retrying with back-off.
         return JSONResponse(dialect.error(400, exc.detail), status_code=400)
-    await log.write(request, raw, step)
+    if chaos is not None:  # drawn before a turn is chosen: the turn is served on the next try
+        await log.write(request, raw, None, chaos.status)
+        message = f"random fault (a share of {chaos.share:g} of requests)"
+        return _error(dialect, chaos.status, message, chaos.retry_after)
+    assert step is not None
+    failing = step.error is not None
+    await log.write(request, raw, step, step.status if failing else 200, step.fault)
     if step.delay and not await _wait_unless_disconnected(request, step.delay):
         return Response(status_code=499)  # nobody is listening any more
     if step.error is not None:
         message = f"scripted failure (lane {step.lane}, turn {step.turn}): {step.error}"
-        return JSONResponse(dialect.error(step.status, message), status_code=step.status)
+        return _error(dialect, step.status, message, step.retry_after)
+    if step.fault == "reset" and _drop_connection(request):
+        await _wait_unless_disconnected(request, _STALL_LIMIT)
+        return Response(status_code=499)  # the connection is gone; nothing is sent
     model = body["model"]
     if not body.get("stream"):
         return JSONResponse(dialect.answer(step, model))
     frames = dialect.stream(step, model, body)
-    return StreamingResponse(_frames(frames), media_type="text/event-stream", headers=_SSE_HEADERS)
+    if step.fault in ("stall", "cut", "reset"):  # a reset without a connection to drop: cut
+        frames = frames[: max(1, len(frames) // 2)]
+    stall = _STALL_LIMIT if step.fault == "stall" else 0.0
+    return StreamingResponse(_frames(frames, stall), media_type="text/event-stream", headers=_SSE_HEADERS)
+
+
+def _error(dialect: _Dialect, status: int, message: str, retry_after: float | None) -> Response:
+    headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else None
+    return JSONResponse(dialect.error(status, message), status_code=status, headers=headers)
+
+
+class _MockApp(Starlette):
+    """Starlette that keeps the server's own ``send`` in each request's scope."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            scope[_SERVER_SEND] = send
+        await super().__call__(scope, receive, send)
+
+
+def _drop_connection(request: Request) -> bool:
+    """Reset the request's connection (an RST, as an overloaded balancer sends); ``False``
+    when the server does not show its connection (not uvicorn)."""
+    cycle = getattr(request.scope.get(_SERVER_SEND), "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    if not isinstance(transport, asyncio.Transport):
+        return False
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
+    return True
 
 
 async def _wait_unless_disconnected(request: Request, seconds: float) -> bool:
@@ -187,9 +243,11 @@ async def _wait_unless_disconnected(request: Request, seconds: float) -> bool:
     return not done
 
 
-async def _frames(frames: list[str]) -> AsyncIterator[bytes]:
+async def _frames(frames: list[str], stall: float = 0.0) -> AsyncIterator[bytes]:
     for frame in frames:
         yield frame.encode("utf-8")
+    if stall:
+        await asyncio.sleep(stall)  # Starlette ends this when the client hangs up
 
 
 async def serve_mock_llm(

@@ -1,4 +1,4 @@
-"""``OpenAILLM``: OpenAI-compatible chat completions over httpx, streamed.
+"""``OpenAILLM``: OpenAI-compatible chat completions over HTTP, streamed.
 
 ``POST {base_url}/chat/completions`` with function tools, ``stream: true`` and
 ``stream_options.include_usage``. Text fragments go to ``on_delta``; tool-call argument
@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import LLMError
 from ..events import Usage
 from .base import ChatMessage, LLMRequest, LLMResponse, ToolCall
+from .retry import TransientLLMError, stream_error
 from .script import canonical_json
 from .sse import SSEChatClient, SSEvent, parse_arguments
 
@@ -100,8 +101,9 @@ class _Stream:
         chunk = event.json()
         if "error" in chunk:
             error = chunk["error"]
-            message = error.get("message") if isinstance(error, dict) else error
-            raise LLMError(f"LLM stream reported an error: {message}")
+            if isinstance(error, dict):
+                raise stream_error(error.get("type"), error.get("message"))
+            raise stream_error(None, error)
         self.id = self.id or chunk.get("id")
         if isinstance(chunk.get("usage"), dict):
             self.usage = _usage(chunk["usage"])
@@ -123,7 +125,7 @@ class _Stream:
 
     def response(self) -> LLMResponse:
         if not (self.done or self.finish_reason):
-            raise LLMError("malformed stream: it ended before the completion finished")
+            raise TransientLLMError("the answer's stream broke off before the completion finished", reason="broken_stream")
         calls = []
         for index in sorted(self.calls):
             partial = self.calls[index]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from ..confined_files import Roots, read_confined
 from ..errors import LLMError
 from ..events import Usage
 from .base import ToolCall
-from .script_spec import Lane, ScriptRequest, ScriptSpec, ScriptTurn, ScriptUsage
+from .script_spec import Lane, RandomFaults, ScriptRequest, ScriptSpec, ScriptTurn, ScriptUsage
 
 __all__ = ["Script", "ScriptRequest", "ScriptSpec", "ScriptStep", "canonical_json", "count_assistant_turns", "text_chunks"]
 
@@ -58,6 +59,9 @@ class ScriptStep:
     delay: float = 0.0
     error: str | None = None
     status: int = 500
+    retry_after: float | None = None
+    fault: str | None = None
+    """``reset``, ``stall`` or ``cut`` (see ``ScriptTurn.fault``), this time."""
     usage: Usage = field(default_factory=Usage)
 
     @property
@@ -109,6 +113,15 @@ class Script:
         """Requests a ``strict`` script could not answer (exhausted lanes, no matching lane)."""
         self.unscripted: list[str] = []
         """Requests a lenient script had no turn for, answered with ``UNSCRIPTED_REPLY``."""
+        faults = spec.random_faults
+        self._fault_draws = random.Random(faults.seed) if faults is not None else None
+
+    def random_fault(self) -> RandomFaults | None:
+        """The script's ``random_faults`` if this request is one of its share, else ``None``."""
+        faults = self.spec.random_faults
+        if faults is None or self._fault_draws is None or self._fault_draws.random() >= faults.share:
+            return None
+        return faults
 
     @classmethod
     def load(cls, source: str | Path | Mapping[str, Any] | Script, *, roots: Roots = None) -> Script:
@@ -148,7 +161,9 @@ class Script:
         key = (lane.name, index)
         times = self._served.get(key, 0)
         self._served[key] = times + 1
-        failing = turn.error is not None and (turn.fail_times is None or times < turn.fail_times)
+        failing = (turn.error is not None or turn.fault is not None) and (
+            turn.fail_times is None or times < turn.fail_times
+        )
         calls = [
             ToolCall(
                 id=call.id or f"{id_prefix}_{lane.name}_{index}_{n}",
@@ -160,11 +175,14 @@ class Script:
         return ScriptStep(
             lane=lane.name,
             turn=index,
-            text="" if failing else (turn.text or ""),
-            tool_calls=[] if failing else calls,
+            # A fault breaks the answer on its way (half of it is sent); an error replaces it.
+            text="" if failing and turn.error is not None else (turn.text or ""),
+            tool_calls=[] if failing and turn.error is not None else calls,
             delay=turn.delay,
             error=turn.error if failing else None,
             status=turn.status,
+            retry_after=turn.retry_after,
+            fault=turn.fault if failing else None,
             usage=self._usage(turn, request, calls),
         )
 

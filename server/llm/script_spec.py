@@ -49,8 +49,16 @@ class ScriptTurn(BaseModel):
     """The model fails with this message (HTTP ``status`` over HTTP, ``LLMError`` in process)."""
     status: int = Field(default=500, ge=400, le=599)
     """HTTP status of an ``error`` turn."""
+    retry_after: float | None = Field(default=None, ge=0, le=3600)
+    """An ``error`` turn's ``Retry-After`` header, in seconds (over HTTP)."""
+    fault: Literal["reset", "stall", "cut"] | None = None
+    """Over HTTP, how the answer goes wrong: ``reset`` drops the connection before answering;
+    ``stall`` sends the first half of the answer's stream and then nothing (until the client
+    hangs up); ``cut`` sends the first half and ends the stream there. In process, any fault
+    is an ``LLMError``."""
     fail_times: int | None = Field(default=None, ge=1)
-    """Fail only the first N times this turn is asked for, then answer normally."""
+    """Fail (``error`` or ``fault``) only the first N times this turn is asked for, then
+    answer normally."""
     usage: ScriptUsage | None = None
 
     @model_validator(mode="after")
@@ -58,9 +66,27 @@ class ScriptTurn(BaseModel):
         answers = self.text is not None or bool(self.tool_calls)
         if not (answers or self.error):
             raise ValueError("a turn needs `text`, `tool_calls` or `error`")
-        if self.fail_times is not None and not (self.error and answers):
-            raise ValueError("`fail_times` needs `error` and an answer (`text` or `tool_calls`)")
+        if self.error and self.fault:
+            raise ValueError("a turn has `error` or `fault`, not both")
+        if self.fault and not answers:
+            raise ValueError("`fault` needs the answer it breaks (`text` or `tool_calls`)")
+        if self.fail_times is not None and not ((self.error or self.fault) and answers):
+            raise ValueError("`fail_times` needs `error` or `fault`, and an answer (`text` or `tool_calls`)")
         return self
+
+
+class RandomFaults(BaseModel):
+    """A share of all requests answered with an error status before any turn is chosen, at
+    random (seeded), for load tests of a provider that rate-limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    share: float = Field(gt=0, le=1)
+    """The share of requests answered so (0.1: about one in ten)."""
+    status: int = Field(default=429, ge=400, le=599)
+    retry_after: float | None = Field(default=None, ge=0, le=3600)
+    """The ``Retry-After`` header sent with them, in seconds."""
+    seed: int = 0
 
 
 class LaneMatch(BaseModel):
@@ -126,6 +152,8 @@ class ScriptSpec(BaseModel):
     the run ends normally, so a follow-up message to a demo is answered."""
     usage: Literal["derived"] | ScriptUsage = "derived"
     """``derived`` (from text lengths, about 4 characters a token) or fixed figures."""
+    random_faults: RandomFaults | None = None
+    """Over HTTP only: answer a random share of requests with an error status."""
     lanes: list[Lane] = Field(min_length=1)
 
     @model_validator(mode="before")

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..confined_files import Roots
 from ..errors import LLMError
-from .base import LLMRequest, LLMResponse, OnDelta
+from .base import CallObserver, LLMRequest, LLMResponse, OnDelta
 from .script import (
     Script,
     ScriptRequest,
@@ -32,13 +32,17 @@ class ScriptedLLM:
         self.pace = pace
         """Every answer waits at least this many seconds (a demo paced for a person)."""
 
-    async def complete(self, request: LLMRequest, on_delta: OnDelta | None = None) -> LLMResponse:
+    async def complete(
+        self, request: LLMRequest, on_delta: OnDelta | None = None, observer: CallObserver | None = None
+    ) -> LLMResponse:
+        """Never retried: a scripted failure is the scenario, not a provider's mood."""
         step = self.script.select(script_request(request), id_prefix="call")
         delay = max(step.delay, self.pace)
         if delay:
             await asyncio.sleep(delay)
-        if step.error is not None:
-            raise LLMError(f"scripted model failed (lane {step.lane}, turn {step.turn}): {step.error}")
+        if step.error is not None or step.fault is not None:
+            failure = step.error if step.error is not None else f"scripted fault {step.fault}"
+            raise LLMError(f"scripted model failed (lane {step.lane}, turn {step.turn}): {failure}")
         if on_delta is not None:
             for chunk in text_chunks(step.text):
                 await on_delta(chunk)

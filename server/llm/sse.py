@@ -1,23 +1,35 @@
-"""LLM calls over HTTP whose answers stream as Server-Sent Events, with httpx.
+"""LLM calls over HTTP whose answers stream as Server-Sent Events, retried as providers need.
 
-The one place the HTTP LLM clients meet httpx: transport failures, non-2xx answers and broken
-event data all leave here as ``LLMError`` with a readable reason. ``SSEChatClient`` is the
-base of ``OpenAILLM`` and ``AnthropicLLM``: each says how to build a body and how to assemble
-the streamed answer.
+Non-2xx answers and broken event data leave here as ``LLMError`` with a readable reason, the
+transient ones as ``TransientLLMError`` (retried by ``SSEChatClient.complete`` under its
+``RetryPolicy``); the connections are ``ModelHTTP``'s (``transport.py``). ``SSEChatClient`` is
+the base of ``OpenAILLM`` and ``AnthropicLLM``: each says how to build a body and how to
+assemble the streamed answer.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-import httpx
-
 from ..errors import LLMError
-from .base import LLMRequest, LLMResponse, OnDelta
+from .base import CallAbandoned, CallObserver, LLMRequest, LLMResponse, OnDelta, RetryNotice
+from .gates import ProviderGates
+from .transport import ModelHTTP, Timeouts
+from .retry import (
+    RetryPolicy,
+    TransientLLMError,
+    next_delay,
+    retry_after_seconds,
+    retryable_status,
+    should_retry_header,
+)
 
 _MAX_ERROR_TEXT = 500
 _AFTER_DONE = 8
@@ -73,10 +85,20 @@ class SSEChatClient:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
-        http: httpx.AsyncClient | None = None,
+        http: ModelHTTP | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        stall_timeout: float | None = None,
+        gates: ProviderGates | None = None,
+        max_concurrency: int | None = None,
     ) -> None:
-        """``http``: a client shared with other agents (``shared_client``), left open by
-        ``aclose``; without it the model gets a client of its own."""
+        """``http``: the server's model client (``ModelHTTP``), shared with other agents and
+        left open by ``aclose``; without it the model gets a client of its own. ``timeout``: seconds to
+        connect, send and wait for a pooled connection; ``stall_timeout``: seconds without a
+        byte of the answer (before its first or between two) after which the attempt is
+        abandoned and retried (default ``timeout``). ``retry``: how transient failures are
+        retried (default ``RetryPolicy()``). ``gates``: the server's shared rate limits and
+        concurrency caps (``ProviderGates``); without it the model keeps its own."""
         self.model = model
         self.url = f"{(base_url or self.default_base_url).rstrip('/')}{self.path}"
         self._headers = {
@@ -84,9 +106,12 @@ class SSEChatClient:
             "accept": "text/event-stream",
             **self.auth_headers(api_key),
         }
-        self._timeout = httpx.Timeout(timeout)
+        self._timeouts = Timeouts(connect=timeout, stall=stall_timeout if stall_timeout is not None else timeout)
         self._owned = http is None
-        self._client = http if http is not None else httpx.AsyncClient(timeout=self._timeout)
+        self._client = http if http is not None else ModelHTTP()
+        self.retry = retry or RetryPolicy()
+        key = hashlib.sha256((api_key or "").encode()).hexdigest()[:16]  # rate limits are per key
+        self._gate = (gates or ProviderGates()).gate(self.url, key, max_concurrency)
 
     def auth_headers(self, api_key: str | None) -> dict[str, str]:
         """Headers that carry ``api_key`` (and any the API requires on every call)."""
@@ -100,11 +125,43 @@ class SSEChatClient:
         """A fresh assembler for one answer."""
         raise NotImplementedError
 
-    async def complete(self, request: LLMRequest, on_delta: OnDelta | None = None) -> LLMResponse:
+    async def complete(
+        self, request: LLMRequest, on_delta: OnDelta | None = None, observer: CallObserver | None = None
+    ) -> LLMResponse:
+        body = encode_body(self.request_body(request))
+        wait = observer.wait if observer is not None else _sleep
+        policy, started, attempt = self.retry, time.monotonic(), 1
+        while True:
+            if not await self._gate.open(wait):
+                raise CallAbandoned("the run is pausing")
+            streamed = Streamed(on_delta)
+            await self._gate.acquire()
+            try:
+                return await self._attempt(body, streamed if on_delta is not None else None)
+            except TransientLLMError as exc:
+                failure = exc
+            finally:
+                self._gate.release()
+            if failure.status == 429 and failure.retry_after is not None:
+                self._gate.hold(failure.retry_after)  # every agent of this server waits it out
+            delay = next_delay(policy, attempt, failure.retry_after)
+            elapsed = time.monotonic() - started
+            if attempt >= policy.max_attempts or elapsed + delay > policy.max_seconds:
+                raise LLMError(_gave_up(failure, attempt, elapsed, delay, policy)) from failure
+            attempt += 1
+            if observer is not None:
+                await observer.retrying(RetryNotice(
+                    attempt=attempt, max_attempts=policy.max_attempts, delay=delay, reason=failure.reason,
+                    error=failure.detail, status=failure.status, discard_text=streamed.any,
+                ))
+            if not await wait(delay):
+                raise CallAbandoned("the run is pausing")
+
+    async def _attempt(self, body: bytes, on_delta: OnDelta | None) -> LLMResponse:
+        """One request and its whole answer."""
         stream = self.new_stream()
-        body = self.request_body(request)
         after_done = 0
-        async with aclosing(stream_events(self._client, self.url, body, self._headers, self._timeout)) as events:
+        async with aclosing(stream_events(self._client, self.url, body, self._headers, self._timeouts)) as events:
             async for event in events:
                 if stream.done:
                     # Read on to the stream's end (the answer is whole): a response left unread
@@ -127,16 +184,33 @@ class SSEChatClient:
             await self._client.aclose()
 
 
-def shared_client(timeout: float = 120.0) -> httpx.AsyncClient:
-    """One client for every agent's model calls on a server: a new ``httpx.AsyncClient`` builds
-    an SSL context (about 40 ms of CPU here), which made each agent's start cost more than all
-    its model calls; shared, connections to the model are reused across agents too. No bound on
-    connections (as one client per agent had none). At most 16 are kept idle: httpcore 1.0.9's
-    pool scans every connection for each idle one whenever a request starts or ends, so with
-    hundreds kept idle each model call cost ~16 ms of CPU (measured at 100 concurrent calls);
-    with 16, 1.7 ms."""
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=16)
-    return httpx.AsyncClient(timeout=httpx.Timeout(timeout), limits=limits)
+class Streamed:
+    """Passes text fragments on and remembers whether any was (so a retry can say to drop it)."""
+
+    __slots__ = ("_on_delta", "any")
+
+    def __init__(self, on_delta: OnDelta | None) -> None:
+        self._on_delta = on_delta
+        self.any = False
+
+    async def __call__(self, text: str) -> None:
+        self.any = True
+        if self._on_delta is not None:
+            await self._on_delta(text)
+
+
+async def _sleep(seconds: float) -> bool:
+    await asyncio.sleep(seconds)
+    return True
+
+
+def _gave_up(failure: TransientLLMError, attempt: int, elapsed: float, delay: float, policy: RetryPolicy) -> str:
+    if policy.max_retries == 0:
+        return failure.detail
+    if attempt >= policy.max_attempts:
+        return f"{failure.detail} (gave up after {attempt} attempts in {elapsed:.0f} s)"
+    return (f"{failure.detail} (gave up after {attempt} attempt(s): waiting {delay:.0f} s more would pass "
+            f"the {policy.max_seconds:.0f} s retry limit)")
 
 
 def encode_body(body: dict[str, Any]) -> bytes:
@@ -146,25 +220,25 @@ def encode_body(body: dict[str, Any]) -> bytes:
 
 
 async def stream_events(
-    client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str],
-    timeout: httpx.Timeout | None = None,
+    client: ModelHTTP, url: str, body: bytes, headers: Mapping[str, str], timeouts: Timeouts,
 ) -> AsyncIterator[SSEvent]:
-    """POST ``body`` to ``url`` and yield the answer's events as they arrive (``timeout``: this
-    call's, else the client's)."""
-    try:
-        chosen = timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT
-        async with client.stream("POST", url, content=encode_body(body), headers=headers, timeout=chosen) as response:
-            if response.status_code >= 300:
-                raw = await response.aread()
-                raise LLMError(
-                    f"LLM at {url} answered HTTP {response.status_code}: {_error_message(raw)}"
-                )
-            async for event in _parse(response.aiter_lines()):
-                yield event
-    except httpx.TimeoutException as exc:
-        raise LLMError(f"LLM at {url} timed out ({type(exc).__name__})") from exc
-    except httpx.HTTPError as exc:
-        raise LLMError(f"LLM request to {url} failed: {type(exc).__name__}: {exc}") from exc
+    """POST ``body`` (encoded) to ``url`` and yield the answer's events as they arrive.
+    Failures another attempt may cure raise ``TransientLLMError``; the rest ``LLMError``."""
+    async with client.post(url, body, headers, timeouts) as answer:
+        if answer.status >= 300:
+            raise http_error(url, answer.status, answer.headers, await answer.read())
+        async for event in _parse(answer.lines()):
+            yield event
+
+
+def http_error(url: str, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
+    """The error for a non-2xx answer: transient (with the provider's wait) when worth
+    another attempt, else final; either way with the provider's own message."""
+    message = f"LLM at {url} answered HTTP {status}: {_error_message(raw)}"
+    retry = should_retry_header(headers)
+    if retry if retry is not None else retryable_status(status):
+        return TransientLLMError(message, reason=str(status), status=status, retry_after=retry_after_seconds(headers))
+    return LLMError(message)
 
 
 async def _parse(lines: AsyncIterator[str]) -> AsyncIterator[SSEvent]:

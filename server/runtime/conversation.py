@@ -76,7 +76,7 @@ class ConversationHost:
         self._backend_factory = backend_factory
         self._backend: AgentBackend | None = None
         self._inbox: list[str] = []
-        self._pause = False
+        self._pause = asyncio.Event()
         self.task: asyncio.Task[Any] | None = None
         self._label_counter = 0
         self._slots: asyncio.Semaphore | None = None
@@ -247,13 +247,16 @@ class ConversationHost:
 
     @property
     def pause_requested(self) -> bool:
-        return self._pause
+        return self._pause.is_set()
 
     def request_pause(self) -> None:
-        self._pause = True
+        self._pause.set()
 
     def clear_pause(self) -> None:
-        self._pause = False
+        self._pause.clear()
+
+    async def wait_for_pause(self) -> None:
+        await self._pause.wait()
 
     @property
     def running(self) -> bool:

@@ -17,7 +17,7 @@ from ..bus import Bus
 from ..errors import BadRequest, Conflict, ConversationNotFound, SubagentNotFound
 from ..events import ConversationStateUpdateEvent, Event, MessageEvent
 from taskwire_client.ids import new_id
-from ..llm import shared_client
+from ..llm import ModelHTTP, ProviderGates
 from .answering import PermissionCommands
 from .backends import build_backend
 from .conversation import ConversationHost
@@ -51,8 +51,10 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
         self.tasks = TaskManager(settings, hooks, self.drive)
         self.requests_first = RequestsFirst()
         """The API's unanswered requests, which agent steps give way to."""
-        self.llm_http = shared_client(settings.llm_timeout)
+        self.llm_http = ModelHTTP()
         """The one HTTP client every native agent's model calls go through (closed by ``close``)."""
+        self.llm_gates = ProviderGates()
+        """Each model provider's shared rate-limit wait and concurrency cap on this server."""
         self._roots: dict[str, ConversationHost] = {}
         self._lock = asyncio.Lock()
         self._sweeper: asyncio.Task[None] | None = None
@@ -218,7 +220,7 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
             publisher=publisher,
             sink=publisher.publish,
             backend_factory=lambda h: build_backend(
-                h, self.store, self.tasks, self.hooks, self.requests_first, self.llm_http
+                h, self.store, self.tasks, self.hooks, self.requests_first, self.llm_http, self.llm_gates
             ),
             new_stream=not last_seq,  # a tree with no event yet (just created): its host sees them all
         )

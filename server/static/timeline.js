@@ -23,6 +23,15 @@ class Stream {
   }
 }
 
+/** "retrying in 4 s (429), attempt 2 of 7", as `taskwire watch` says it. */
+export function retryLine(event) {
+  const delay = Number(event.delay ?? 0);
+  const wait = delay >= 1.5 || delay === 0 ? `${Math.round(delay)} s` : `${delay.toFixed(1)} s`;
+  let line = `retrying in ${wait} (${event.reason ?? "error"})`;
+  if (event.attempt && event.max_attempts) line += `, attempt ${event.attempt} of ${event.max_attempts}`;
+  return line;
+}
+
 export class Timeline {
   /** @param {{onCancel: Function, onFollow: Function, onCardAdded: Function, onAnswer: Function}} hooks */
   constructor(hooks) {
@@ -67,6 +76,12 @@ export class Timeline {
         this.dropDraft(stream);
         this.append(stream, h("li", { class: "item error", dataset: { seq: event.seq } },
           h("div", { class: "who", text: "Error" }), h("div", { class: "text", text: clip(event.error, TEXT_LIMIT) })));
+        break;
+      case "LLMRetryEvent":
+        // The failed attempt's streamed text is dropped: the retry streams the answer anew.
+        if (event.discard_text) this.dropDraft(stream);
+        this.append(stream, h("li", { class: "item retry", dataset: { seq: event.seq }, title: event.error ?? "" },
+          h("div", { class: "who", text: "Model" }), h("div", { class: "text", text: retryLine(event) })));
         break;
       case "SubagentStartedEvent":
         stream.card?.update({ ...event, status: "running" });

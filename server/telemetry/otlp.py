@@ -11,7 +11,7 @@ from typing import Sequence
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
@@ -83,4 +83,5 @@ class SpanExport:
             start_time=span.start_ns,
             end_time=span.end_ns if span.end_ns is not None else span.start_ns,
             instrumentation_scope=_SCOPE,
+            events=[Event(e.name, e.attributes, e.time_ns) for e in span.events],
         )

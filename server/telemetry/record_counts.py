@@ -2,7 +2,8 @@
 
 Fed every stored record (``observe``, a record observer) and every published one
 (``published``, an event subscriber); ``/metrics`` reads the counts. Only a few kinds are
-parsed (status, usage and sub-agent lifecycle updates); the rest are counted by kind alone.
+parsed (status, usage, sub-agent lifecycle updates and model-call retries); the rest are
+counted by kind alone.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class RecordCounts:
         """LLM requests answered, by model (``unknown`` when a peer does not say)."""
         self.llm_tokens: Counter[tuple[str, str]] = Counter()
         """Tokens by (model, ``input`` | ``output`` | ``cache_read``)."""
+        self.llm_retries: Counter[str] = Counter()
+        """Model calls retried, by reason (``429``, ``503``, ``connection``, ``stalled`` ...)."""
         self._running_roots: set[str] = set()
         self._running_subagents: set[str] = set()
 
@@ -64,6 +67,8 @@ class RecordCounts:
         elif kind == "SubagentFinishedEvent":
             self._running_subagents.discard(record.conversation_id)
             self.subagents[str(json.loads(record.json).get("status") or "completed")] += 1
+        elif kind == "LLMRetryEvent":
+            self.llm_retries[str(json.loads(record.json).get("reason") or "unknown")] += 1
 
     def _root_status(self, root_id: str, status: object) -> None:
         if status == "running":

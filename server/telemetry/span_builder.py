@@ -9,9 +9,10 @@ Feed it every stored record of the trees a server runs, in ``seq`` order per tre
   bridged peer) to its ``ObservationEvent`` (or terminal ``ACPToolCallEvent``); ``failed`` and
   ``cancelled`` are errors;
 - ``chat``: an LLM request taskwire made itself, from the ``usage`` update after it
-  (``value["added"]``: model, tokens, finish reason, start time). A bridged peer's own model
-  calls are not seen one by one, so they make no ``chat`` span. With content capture, its
-  input is the conversation's history then (``server/telemetry/chat_history.py``).
+  (``value["added"]``: model, tokens, finish reason, start time), with an event for each
+  retry it took (``server/telemetry/chat_spans.py``). A bridged peer's own model calls are not
+  seen one by one, so they make no ``chat`` span. With content capture, its input is the
+  conversation's history then (``server/telemetry/chat_history.py``).
 
 A sub-agent's ``invoke_agent`` span is the child of the ``execute_tool`` span of the call that
 spawned it (``gen_ai.tool.call.id`` = its ``parent_tool_use_id``), found in its parent's stream,
@@ -21,11 +22,12 @@ at any depth and for every backend. Ids derive from event ids (``server/telemetr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import EventRecord
 from .chat_history import ChatHistory
+from .chat_spans import ChatSpans
+from .run_spans import RunSpans as _Run
 from . import spans as a
 from .ids import span_id_of, trace_id_of
 from .spans import SpanData, clip, unix_ns
@@ -36,29 +38,14 @@ TERMINAL_TOOL = {"completed", "failed", "cancelled"}
 SUBAGENT_ERRORS = {"error", "cancelled"}
 KINDS = {
     "ConversationStateUpdateEvent", "SubagentStartedEvent", "SubagentFinishedEvent", "ActionEvent",
-    "ObservationEvent", "ACPToolCallEvent", "AgentErrorEvent",
+    "ObservationEvent", "ACPToolCallEvent", "AgentErrorEvent", "LLMRetryEvent",
 }
 """The kinds that shape spans; any other record is skipped without being parsed."""
 MAX_WAITING_INPUTS = 10_000
 """Roots whose user messages are kept for their next run's span (content capture)."""
 
 
-@dataclass
-class _Run:
-    """One run of one tree: its spans still open, and the ids spans are parented by."""
-
-    trace_id: int
-    agents: dict[str, SpanData] = field(default_factory=dict)
-    """Open ``invoke_agent`` spans by conversation id (the root's own under the root id)."""
-    tools: dict[tuple[str, str], SpanData] = field(default_factory=dict)
-    """Open ``execute_tool`` spans by (conversation id, tool call id)."""
-    calls: dict[tuple[str, str], int] = field(default_factory=dict)
-    """Span id of every tool call of the run, open or ended: a sub-agent's parent."""
-    chats: dict[str, tuple[SpanData, list[dict[str, Any]]]] = field(default_factory=dict)
-    """``chat`` spans waiting for their response's text and calls (content capture only)."""
-
-
-class SpanBuilder:
+class SpanBuilder(ChatSpans):
     """Builds spans from records; see the module docstring.
 
     After ``receive``, call ``spans_to_export`` for the spans that ended. ``close_all`` ends
@@ -122,6 +109,8 @@ class SpanBuilder:
                 span.attributes[a.ERROR_TYPE] = str(event.get("code") or "agent_error")
         elif kind == "MessageEvent":
             self._message(run, record, event)
+        elif kind == "LLMRetryEvent":
+            self._llm_retry(run, record, event)
 
     def spans_to_export(self) -> list[SpanData]:
         """The spans that ended since the last call, in the order they ended."""
@@ -283,71 +272,6 @@ class SpanBuilder:
         status = event.get("status")
         if status in TERMINAL_TOOL:
             self._tool_ended(run, record, event, str(status), event.get("raw_output"))
-
-    # -- model calls ----------------------------------------------------------------------
-
-    def _usage(self, run: _Run, record: EventRecord, value: Any) -> None:
-        added = value.get("added") if isinstance(value, dict) else None
-        agent = run.agents.get(record.conversation_id)
-        if not isinstance(added, dict) or not added.get("started_at") or agent is None:
-            return  # a peer's turn total, not one request of ours
-        model = added.get("model")
-        span = self._start(run, f"chat {model}" if model else "chat", record, parent=agent.span_id)
-        if span is None:
-            return
-        span.kind = "client"
-        span.start_ns = min(unix_ns(str(added["started_at"])), unix_ns(record.timestamp))
-        span.attributes.update({
-            a.OPERATION: "chat",
-            a.INPUT_TOKENS: int(added.get("input_tokens") or 0),
-            a.OUTPUT_TOKENS: int(added.get("output_tokens") or 0),
-            a.CACHE_READ_TOKENS: int(added.get("cache_read_tokens") or 0),
-        })
-        if model:
-            span.attributes[a.REQUEST_MODEL] = str(model)
-        if added.get("response_id"):
-            span.attributes[a.RESPONSE_ID] = str(added["response_id"])
-        if added.get("finish_reason"):
-            span.attributes[a.FINISH_REASONS] = [str(added["finish_reason"])]
-        inputs = self._history.input_messages(record.conversation_id) if self._history is not None else None
-        if inputs is not None:
-            span.attributes[a.INPUT_MESSAGES], partial = inputs
-            if partial:
-                span.attributes[a.INPUT_PARTIAL] = True
-            system = self._history.system_instructions(record.conversation_id, added.get("system_instructions"))  # type: ignore[union-attr]
-            if system is not None:
-                span.attributes[a.SYSTEM_INSTRUCTIONS] = system
-        if self.capture_content:
-            span.finish(unix_ns(record.timestamp), record.seq)
-            run.chats[record.conversation_id] = (span, [])  # its text and calls come next
-        else:
-            self._end(span, unix_ns(record.timestamp), record.seq)
-
-    def _settle_chat(self, run: _Run, record: EventRecord, event: dict[str, Any]) -> None:
-        """Content capture: the records after a ``chat`` span's usage update that hold its
-        response (the calls it made, or its answer) become its output; anything else ends it."""
-        span, parts = run.chats[record.conversation_id]
-        if record.kind == "ActionEvent" and event.get("llm_response_id") == span.attributes.get(a.RESPONSE_ID):
-            if event.get("thought"):
-                parts.append({"type": "text", "content": clip(str(event["thought"]))})
-            parts.append({
-                "type": "tool_call", "id": event.get("tool_call_id"), "name": event.get("tool_name"),
-                "arguments": event.get("arguments") or {},
-            })
-            return
-        if record.kind == "MessageEvent" and event.get("role") == "assistant" and not parts:
-            parts.append({"type": "text", "content": clip(str(event.get("content", "")))})
-        self._end_chat(run, record.conversation_id)
-
-    def _end_chat(self, run: _Run, conversation_id: str) -> None:
-        span, parts = run.chats.pop(conversation_id)
-        if parts:
-            message: dict[str, Any] = {"role": "assistant", "parts": parts}
-            reasons = span.attributes.get(a.FINISH_REASONS)
-            if isinstance(reasons, list) and reasons:
-                message["finish_reason"] = reasons[0]
-            span.attributes[a.OUTPUT_MESSAGES] = json.dumps([message], ensure_ascii=False)
-        self._end(span, span.end_ns or span.start_ns, None)
 
     def _message(self, run: _Run, record: EventRecord, event: dict[str, Any]) -> None:
         """Content capture: a sub-agent's prompt is its span's input; an answer, the output."""

@@ -50,6 +50,15 @@ MAX_CONTENT_CHARS = 16_384
 """Captured text (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``) is cut to this."""
 
 
+@dataclass(frozen=True, slots=True)
+class SpanEvent:
+    """Something that happened during a span (a retry of a ``chat`` span's request)."""
+
+    name: str
+    time_ns: int
+    attributes: dict[str, AttributeValue]
+
+
 @dataclass(slots=True)
 class SpanData:
     """A span: ids, parent, times in Unix nanoseconds, attributes and status."""
@@ -64,6 +73,7 @@ class SpanData:
     attributes: dict[str, AttributeValue] = field(default_factory=dict)
     error: str | None = None
     """Set when the operation failed: the span's status is ERROR with this description."""
+    events: list[SpanEvent] = field(default_factory=list)
 
     def finish(self, end_ns: int, seq: int | None = None, error: str | None = None) -> None:
         self.end_ns = max(end_ns, self.start_ns)

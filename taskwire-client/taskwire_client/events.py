@@ -167,6 +167,31 @@ class AgentErrorEvent(Event):
     """The tool call the error belongs to, if any."""
 
 
+class LLMRetryEvent(Event):
+    """A model call failed in a way worth another try, and is tried again after ``delay``
+    (a reset connection, a timeout, a stalled stream, ``429``, ``5xx``, ``529``). Stored in the
+    stream of the agent whose call it is, stamped like its other events."""
+
+    kind: Literal["LLMRetryEvent"] = "LLMRetryEvent"
+    source: Source = "environment"
+    attempt: int
+    """The attempt about to be made (2 for the first retry)."""
+    max_attempts: int
+    """The most attempts the call makes."""
+    delay: float
+    """Seconds waited before it (the provider's ``Retry-After`` when it gave one)."""
+    reason: str
+    """Short and stable: the HTTP status (``429``, ``503``, ``529``), ``connection``,
+    ``timeout``, ``stalled``, ``broken_stream``, or a stream error type (``overloaded_error``)."""
+    error: str
+    """The failure, readable: the provider's own message when it sent one."""
+    status_code: int | None = None
+    """The HTTP status, when the provider answered one."""
+    discard_text: bool | None = None
+    """``true``: the failed attempt had streamed text (``StreamingDeltaEvent``s since the
+    agent's last stored message); drop it, the next attempt streams the answer anew."""
+
+
 class StreamingDeltaEvent(Event):
     """A fragment of text as the model streams it. Ephemeral: never stored."""
 
@@ -317,6 +342,7 @@ _KINDS = (
     ACPToolCallEvent,
     PermissionRequestEvent,
     PermissionResolvedEvent,
+    LLMRetryEvent,
 )
 
 AnyEvent = Annotated[Union[_KINDS], Field(discriminator="kind")]  # type: ignore[valid-type]

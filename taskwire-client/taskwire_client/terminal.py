@@ -205,6 +205,8 @@ def _who(message: Message) -> tuple[str, str]:
         return ("You" if message.owner is None else "Task prompt"), ""
     if message.role == "error":
         return "Error", "red"
+    if message.role == "retry":
+        return "Model", "yellow"
     return ("System" if message.role == "system" else "Agent"), ""
 
 

@@ -15,8 +15,7 @@ states it (``pending_permissions``), so it is known with forwarding off too.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from taskwire_client.frames import is_full_state, root_status
 from taskwire_client.events import (
@@ -29,103 +28,27 @@ from taskwire_client.events import (
     ObservationEvent,
     PermissionRequestEvent,
     PermissionResolvedEvent,
+    LLMRetryEvent,
     StreamingDeltaEvent,
     SubagentFinishedEvent,
     SubagentStartedEvent,
     Usage,
 )
+from taskwire_client.retries import retry_line
+from taskwire_client.tree_nodes import (
+    SUBAGENT_ENDS,
+    Message,
+    Node,
+    Step,
+    Subagent,
+    ToolCall,
+    _content_text,
+    _usage,
+    call_title,
+    describe,
+)
 
-SUBAGENT_ENDS = frozenset({"completed", "error", "cancelled"})
-
-
-@dataclass(eq=False)
-class Message:
-    """A message (``user``, ``assistant``, ``system``), an agent error (``error``), or text
-    still streaming in (``draft``)."""
-
-    role: str
-    text: str
-    owner: Subagent | None = field(default=None, repr=False)
-    draft: bool = False
-
-    @property
-    def depth(self) -> int:
-        """0 for the main agent's steps, one more per sub-agent level."""
-        return 0 if self.owner is None else self.owner.depth + 1
-
-
-@dataclass(eq=False)
-class ToolCall:
-    """A tool call, its latest status and result, and the sub-agents it spawned."""
-
-    tool_call_id: str
-    tool_name: str
-    owner: Subagent | None = field(default=None, repr=False)
-    arguments: dict[str, Any] = field(default_factory=dict)
-    title: str = ""
-    """What the call does in a few words: its command, description, path or title."""
-    status: str = "in_progress"
-    output: str = ""
-    """The result as text (empty until there is one)."""
-    subagents: list[Subagent] = field(default_factory=list)
-    request: PermissionRequestEvent | None = None
-    """The permission request the call waits on (``None`` once answered, or never asked)."""
-    resolution: PermissionResolvedEvent | None = None
-    """How its last permission request ended."""
-
-    @property
-    def depth(self) -> int:
-        return 0 if self.owner is None else self.owner.depth + 1
-
-
-@dataclass(eq=False)
-class Subagent:
-    """A sub-agent and its own steps."""
-
-    subagent_id: str
-    parent_tool_use_id: str | None = None
-    parent_subagent_id: str | None = None
-    subagent_type: str = "sub-agent"
-    description: str = ""
-    label: str = ""
-    """Its per-tree name, as the model knows it: ``task-1``, ``task-1.2``."""
-    status: str = "running"
-    """``running``, then ``completed``, ``error`` or ``cancelled``."""
-    result: str = ""
-    usage: Usage | None = None
-    work_state: dict[str, Any] | None = None
-    """What it is doing now (``{"state": running|requires_action|idle|unknown, ...}``), once known."""
-    cwd: str | None = None
-    """Its own folder, when its agent said it is not its parent's."""
-    steps: list[Step] = field(default_factory=list)
-    call: ToolCall | None = field(default=None, repr=False)
-    """The call that spawned it, once that has arrived."""
-
-    @property
-    def depth(self) -> int:
-        return 1 if self.call is None else self.call.depth + 1
-
-    def update(self, info: dict[str, Any]) -> None:
-        """Take what is known of it; its status only moves forward and its usage only grows."""
-        for name in ("subagent_type", "description", "label", "result"):
-            if info.get(name):
-                setattr(self, name, info[name])
-        if isinstance(info.get("work_state"), dict):
-            self.work_state = info["work_state"]
-        if info.get("cwd"):
-            self.cwd = info["cwd"]
-        if info.get("parent_subagent_id") and not self.parent_subagent_id:
-            self.parent_subagent_id = info["parent_subagent_id"]
-        if info.get("status") and self.status not in SUBAGENT_ENDS:
-            self.status = info["status"]
-        usage = _usage(info.get("usage"))
-        if usage is not None and _total(usage) >= _total(self.usage):
-            self.usage = usage
-
-
-Step = Union[Message, ToolCall]
-Node = Union[Message, ToolCall, Subagent]
-
+__all__ = ["SUBAGENT_ENDS", "Message", "Node", "Step", "Subagent", "ToolCall", "Tree", "call_title", "describe"]
 
 class Tree:
     """One conversation's tree. ``apply`` each event in arrival order (``LiveEvents`` gives
@@ -222,6 +145,12 @@ class Tree:
             steps.append(message)
             if owner is None:
                 self.error = event.error
+            return message
+        if isinstance(event, LLMRetryEvent):
+            if event.discard_text:  # the failed attempt's text: the retry streams its own
+                self._drop_draft(sid, steps)
+            message = Message("retry", retry_line(event.model_dump()), owner)
+            steps.append(message)
             return message
         if isinstance(event, (SubagentStartedEvent, SubagentFinishedEvent)) and owner is not None:
             info = event.model_dump(exclude_none=True)
@@ -351,42 +280,3 @@ class Tree:
     def outline(self) -> list[str]:
         """The tree as indented plain text, one line a node."""
         return ["  " * node.depth + describe(node) for node in self.walk()]
-
-
-def describe(node: Node) -> str:
-    """One line for a node: ``terminal echo hi: completed``, ``task-1 Echo subagent-a: running``."""
-    if isinstance(node, Subagent):
-        name = " ".join(part for part in (node.label, node.description or node.subagent_id) if part)
-        return f"{node.subagent_type} {name}: {node.status}"
-    if isinstance(node, ToolCall):
-        waits = " (waiting for permission)" if node.request is not None else ""
-        return f"{node.tool_name} {node.title}: {node.status}{waits}".replace("  ", " ")
-    return f"{node.role}: {node.text.strip()}"
-
-
-def call_title(arguments: dict[str, Any]) -> str:
-    """What a tool call does, in a few words: its command, description, path or message."""
-    title = next((arguments.get(k) for k in ("command", "description", "path", "message") if arguments.get(k)), "")
-    return str(title)
-
-
-def _content_text(content: list[Any] | None) -> str:
-    texts = []
-    for block in content or []:
-        inner = block.get("content") if isinstance(block, dict) else None
-        for part in (block, inner):
-            if isinstance(part, dict) and part.get("type") == "text" and part.get("text"):
-                texts.append(str(part["text"]))
-    return "\n".join(texts)
-
-
-def _usage(value: Any) -> Usage | None:
-    if isinstance(value, Usage):
-        return value
-    return Usage.model_validate(value) if isinstance(value, dict) else None
-
-
-def _total(usage: Usage | None) -> int:
-    if usage is None:
-        return -1
-    return usage.input_tokens + usage.output_tokens + usage.llm_calls

@@ -15,6 +15,7 @@ from taskwire.events import (
     AgentErrorEvent,
     ConversationStateUpdateEvent,
     Event,
+    LLMRetryEvent,
     MessageEvent,
     ObservationEvent,
     StreamingDeltaEvent,
@@ -149,6 +150,39 @@ def test_after_a_resume_deltas_wait_for_the_stored_text() -> None:
     feed.projection.resumed()
     later = updates(feed(StreamingDeltaEvent(content="lost?"), MessageEvent(role="assistant", content="Partial and whole.")))
     assert [u["content"]["text"] for u in first + later] == ["Par", "tial and whole."]
+
+
+def retry(discard: bool, **stamp: str) -> LLMRetryEvent:
+    return LLMRetryEvent(attempt=2, max_attempts=7, delay=4, reason="429", error="rate limited", status_code=429,
+                         discard_text=discard or None, **stamp)
+
+
+def test_a_retry_is_a_thought_under_its_sub_agent_and_the_same_text_is_never_sent_twice() -> None:
+    feed = Feed()
+    sent = updates(feed(
+        StreamingDeltaEvent(content="Hello ", **SUB), retry(True, **SUB),
+        StreamingDeltaEvent(content="Hel", **SUB), StreamingDeltaEvent(content="lo wor", **SUB),
+        StreamingDeltaEvent(content="ld", **SUB), MessageEvent(role="assistant", content="Hello world.", **SUB),
+    ))
+    [notice] = [u for u in sent if u["sessionUpdate"] == "agent_thought_chunk"]
+    assert notice["content"]["text"] == "retrying in 4 s (429), attempt 2 of 7"
+    assert notice["_meta"]["claudeCode"] == SUB_META["claudeCode"]
+    assert notice["_meta"]["taskwire"]["llmRetry"] == {
+        "attempt": 2, "max_attempts": 7, "delay": 4.0, "reason": "429", "error": "rate limited", "status_code": 429,
+        "discard_text": True}
+    text = "".join(u["content"]["text"] for u in sent if u["sessionUpdate"] == "agent_message_chunk")
+    assert text == "Hello world."
+
+
+def test_a_retry_that_answers_otherwise_is_set_apart_and_one_without_text_changes_nothing() -> None:
+    feed = Feed()
+    sent = updates(feed(
+        StreamingDeltaEvent(content="Let me"), retry(True), StreamingDeltaEvent(content="Sure"),
+        MessageEvent(role="assistant", content="Sure."),
+        retry(False), MessageEvent(role="assistant", content="Next."),
+    ))
+    assert [u["content"]["text"] for u in sent if u["sessionUpdate"] == "agent_message_chunk"] == [
+        "Let me", "\n\nSure", ".", "\n\nNext."]
 
 
 def test_thinking_is_a_thought_chunk() -> None:

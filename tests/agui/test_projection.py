@@ -10,6 +10,7 @@ from taskwire.events import (
     ActionEvent,
     AgentErrorEvent,
     ConversationStateUpdateEvent,
+    LLMRetryEvent,
     MessageEvent,
     ObservationEvent,
     StreamingDeltaEvent,
@@ -164,6 +165,26 @@ def test_segments_streamed_between_calls_and_stored_joined_are_not_shown_twice()
     texts = [e["delta"] for e in events_of(frames) if e["type"] == "TEXT_MESSAGE_CONTENT"]
     assert texts == ["First.", "Second."]
     assert_valid(events_of(frames))
+
+
+def test_a_retry_ends_the_failed_attempts_text_names_it_to_drop_and_the_retry_streams_anew() -> None:
+    log, projection = Log(), AguiProjection(THREAD)
+    failed = StreamingDeltaEvent(content="Hel")
+    again = StreamingDeltaEvent(content="Hello")
+    retry = LLMRetryEvent(attempt=2, max_attempts=7, delay=4, reason="429", error="rate limited",
+                          status_code=429, discard_text=True)
+    frames = feed(projection, log(ActionEvent(tool_name="task", tool_call_id="call-a", arguments={})),
+                  log(failed, "sub-a", "call-a"), log(retry, "sub-a", "call-a"), log(again, "sub-a", "call-a"),
+                  log(MessageEvent(content="Hello"), "sub-a", "call-a"), log(status("finished")))
+    sent = events_of(frames)
+    assert_valid(sent)
+    [custom] = [e for e in sent if e.get("name") == "taskwire.llm_retry"]
+    assert custom["subagentRunId"] == "sub-a"
+    assert custom["value"] == {"attempt": 2, "maxAttempts": 7, "delay": 4, "reason": "429", "error": "rate limited",
+                               "statusCode": 429, "discardMessageId": failed.id}
+    # What is left once the dropped message is dropped: the answer, once.
+    kept = [e["delta"] for e in sent if e["type"] == "TEXT_MESSAGE_CONTENT" and e["messageId"] != failed.id]
+    assert kept == ["Hello"]
 
 
 def test_a_message_without_deltas_is_one_start_content_end_with_its_role() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from taskwire.agui import AguiProjection, SubagentInfo
 from taskwire.events import (
     EVENT_KINDS,
+    LLMRetryEvent,
     ACPToolCallEvent,
     ConversationStateUpdateEvent,
     MessageEvent,
@@ -57,6 +58,9 @@ def every_branch() -> list[dict[str, Any]]:
         log(ConversationStateUpdateEvent(key="status", value="running")),
         log(StreamingDeltaEvent(content="thinking", channel="thought")),
         log(StreamingDeltaEvent(content="Partial")),
+        log(StreamingDeltaEvent(content="Half an ans")),
+        log(LLMRetryEvent(attempt=2, max_attempts=7, delay=4, reason="429", error="rate limited", status_code=429,
+                          discard_text=True)),
         log(MessageEvent(content="Partial answer.")),
         log(MessageEvent(role="system", content="A note.")),
         log(ObservationEvent(tool_name="terminal", tool_call_id="c-old", content="late"), "old", "call-old"),
@@ -108,8 +112,10 @@ async def test_every_event_of_every_kind_fits_the_ag_ui_schemas(tmp_path: Path) 
     assert native_2["warnings"] == [] and events(native_2)[-1]["type"] == "RUN_ERROR"
     assert "the model is down for the main agent too" in events(native_2)[-1]["message"]
     # Deltas are never stored ...; the permission kinds come from every_branch() (a run that
-    # asks needs a person to answer: tests/permissions/ make them for real).
-    assert stored == set(EVENT_KINDS) - {"StreamingDeltaEvent", "PermissionRequestEvent", "PermissionResolvedEvent"}
+    # asks needs a person to answer: tests/permissions/ make them for real), and so does the
+    # retry (the scripted model never retries: tests/runtime/test_model_retries.py over HTTP).
+    assert stored == set(EVENT_KINDS) - {"StreamingDeltaEvent", "PermissionRequestEvent", "PermissionResolvedEvent",
+                                         "LLMRetryEvent"}
     contents = [e for e in events(native_1) if e["type"] == "TEXT_MESSAGE_CONTENT"]
     assert len({e["messageId"] for e in contents}) < len(contents)  # ... deltas streamed here
     emitted = {e["type"] for step in steps for e in events(step)}

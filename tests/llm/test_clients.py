@@ -16,11 +16,15 @@ from starlette.routing import Route
 
 from taskwire.errors import LLMError
 from taskwire.llm.base import ChatMessage, LLMRequest, ToolCall, ToolSpec
-from taskwire.llm.sse import encode_body, shared_client
+from taskwire.llm.retry import RetryPolicy
+from taskwire.llm.sse import encode_body
+from taskwire.llm.transport import ModelHTTP
 from tests.llm.conftest import http_client, serve_mock
 from tests.servers import serve_app
 
 DIALECTS = ["openai", "anthropic"]
+NO_RETRY = RetryPolicy(max_retries=0)
+"""For tests of how one failed attempt reads (``tests/llm/test_retries.py`` retries)."""
 PREFIX = {"openai": "call", "anthropic": "toolu"}
 TOOLS = [
     ToolSpec(name="terminal", description="Run a command.",
@@ -110,7 +114,7 @@ async def test_sub_agent_lanes_interleave_over_http(dialect: str, tmp_path: Path
 @pytest.mark.parametrize("dialect", DIALECTS)
 async def test_error_turn_becomes_llm_error_with_status_and_reason(dialect: str, tmp_path: Path) -> None:
     async with serve_mock(one_lane({"error": "the model is overloaded"}), tmp_path / "log.jsonl") as mock:
-        llm = mock.client(dialect)
+        llm = mock.client(dialect, retry=NO_RETRY)
         with pytest.raises(LLMError) as caught:
             await llm.complete(ask("hi"))
         await llm.aclose()
@@ -200,17 +204,17 @@ async def test_unreachable_server_is_llm_error(dialect: str) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    llm = http_client(dialect, f"http://127.0.0.1:{port}")
-    with pytest.raises(LLMError, match="failed: ConnectError"):
+    llm = http_client(dialect, f"http://127.0.0.1:{port}", retry=NO_RETRY)
+    with pytest.raises(LLMError, match="failed: ClientConnectorError"):
         await llm.complete(ask("hi"))
     await llm.aclose()
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-async def test_slow_answer_past_the_timeout_is_llm_error(dialect: str, tmp_path: Path) -> None:
+async def test_slow_answer_past_the_stall_timeout_is_llm_error(dialect: str, tmp_path: Path) -> None:
     async with serve_mock(one_lane({"text": "late", "delay": 5}), tmp_path / "log.jsonl") as mock:
-        llm = mock.client(dialect, timeout=0.2)
-        with pytest.raises(LLMError, match="timed out"):
+        llm = mock.client(dialect, stall_timeout=0.2, retry=NO_RETRY)
+        with pytest.raises(LLMError, match="stalled: no data for 0.2 s"):
             await llm.complete(ask("hi"))
         await llm.aclose()
 
@@ -219,11 +223,12 @@ async def test_slow_answer_past_the_timeout_is_llm_error(dialect: str, tmp_path:
 async def test_models_sharing_the_servers_client_keep_their_own_timeout_and_leave_it_open(
     dialect: str, tmp_path: Path
 ) -> None:
-    shared = shared_client(timeout=30)
+    shared = ModelHTTP()
     try:
         async with serve_mock(one_lane({"text": "late", "delay": 1}), tmp_path / "log.jsonl") as mock:
-            hasty, patient = mock.client(dialect, timeout=0.2, http=shared), mock.client(dialect, http=shared)
-            with pytest.raises(LLMError, match="timed out"):
+            hasty = mock.client(dialect, stall_timeout=0.2, http=shared, retry=NO_RETRY)
+            patient = mock.client(dialect, http=shared)
+            with pytest.raises(LLMError, match="stalled"):
                 await hasty.complete(ask("hi"))
             await hasty.aclose()  # a model closing leaves the server's client to the others
             assert not shared.is_closed
@@ -267,7 +272,7 @@ BROKEN_STREAMS = {
     },
 }
 REASONS = {
-    "truncated": "ended before",
+    "truncated": "broke off before",
     "not json": "not JSON",
     "bad arguments": "arguments of tool 't'",
     "error event": "upstream exploded",
@@ -289,7 +294,7 @@ async def test_malformed_stream_is_llm_error_with_a_readable_reason(dialect: str
     app = Starlette(routes=[Route("/v1/messages", broken, methods=["POST"]),
                             Route("/v1/chat/completions", broken, methods=["POST"])])
     async with serve_app(app) as url:
-        llm = http_client(dialect, url)
+        llm = http_client(dialect, url, retry=NO_RETRY)
         with pytest.raises(LLMError) as caught:
             await llm.complete(ask("hi"))
         await llm.aclose()
@@ -304,7 +309,7 @@ async def test_non_json_error_answer_keeps_the_servers_text(dialect: str) -> Non
     app = Starlette(routes=[Route("/v1/messages", refuse, methods=["POST"]),
                             Route("/v1/chat/completions", refuse, methods=["POST"])])
     async with serve_app(app) as url:
-        llm = http_client(dialect, url)
+        llm = http_client(dialect, url, retry=NO_RETRY)
         with pytest.raises(LLMError, match="HTTP 502: gateway says no"):
             await llm.complete(ask("hi"))
         await llm.aclose()

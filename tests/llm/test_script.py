@@ -178,12 +178,28 @@ def test_usage_is_fixed_when_given_and_otherwise_derived_deterministically() -> 
         ("lanes:\n  - {name: 'a b', turns: [{text: x}]}", "lanes.0.name"),
         ("lanes: [", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping"),
+        ("lanes:\n  - {name: a, turns: [{text: x, error: e, fault: reset}]}", "a turn has `error` or `fault`, not both"),
+        ("lanes:\n  - {name: a, turns: [{fault: stall}]}", "a turn needs `text`, `tool_calls` or `error`"),
+        ("lanes:\n  - {name: a, turns: [{text: x, fault: melt}]}", "fault: Input should be 'reset', 'stall' or 'cut'"),
+        ("random_faults: {share: 0}\nlanes:\n  - {name: a, turns: [{text: x}]}", "random_faults.share"),
     ],
 )
 def test_invalid_script_is_rejected_with_a_readable_reason(script: str, reason: str) -> None:
     with pytest.raises(LLMError) as caught:
         Script.load(script if "\n" in script else script + "\n")
     assert reason in caught.value.detail
+
+
+def test_a_fault_breaks_the_first_times_and_random_faults_draw_a_seeded_share() -> None:
+    script = Script.load({"lanes": [{"name": "main", "turns": [{"text": "whole", "fault": "cut", "fail_times": 1}]}]})
+    first, second = script.select(request("hi")), script.select(request("hi"))
+    assert (first.fault, first.text) == ("cut", "whole")  # the answer a fault breaks on its way
+    assert (second.fault, second.text) == (None, "whole")
+    faults = {"random_faults": {"share": 0.3, "retry_after": 1, "seed": 4}, "lanes": [{"name": "main", "turns": [{"text": "x"}]}]}
+    one, other = Script.load(faults), Script.load(faults)
+    drawn = [one.random_fault() is not None for _ in range(1000)]
+    assert drawn == [other.random_fault() is not None for _ in range(1000)]  # seeded: the same every run
+    assert 250 <= sum(drawn) <= 350
 
 
 def test_script_loads_from_a_path_and_a_missing_file_is_named(tmp_path: Path) -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from taskwire.events import ActionEvent, ConversationStateUpdateEvent, Event, ObservationEvent, SubagentStartedEvent
+from taskwire.events import (
+    ActionEvent,
+    ConversationStateUpdateEvent,
+    Event,
+    LLMRetryEvent,
+    ObservationEvent,
+    SubagentStartedEvent,
+)
+from taskwire.telemetry.otlp import SpanExport
 from taskwire.specs import DEFAULT_SYSTEM_PROMPT
 from taskwire.store.rows import event_record
 from taskwire.telemetry.span_builder import SpanBuilder
@@ -138,6 +146,34 @@ def test_failed_and_cancelled_calls_and_subagents_are_errors() -> None:
     run = spans["invoke_agent"]
     assert run.status == "UNSET" and run.attributes["taskwire.run.status"] == "paused"
     assert run.attributes["taskwire.seq.first"] == 1 and run.attributes["taskwire.seq.last"] == len(events)
+
+
+def test_a_retried_request_is_one_chat_span_with_an_event_per_retry() -> None:
+    root = "root-1"
+    added = {"model": "m", "input_tokens": 5, "output_tokens": 2, "llm_calls": 1, "started_at": "2026-01-01T00:00:00Z"}
+    events: list[tuple[str, Event]] = [
+        (root, ConversationStateUpdateEvent(key="status", value="running")),
+        (root, ActionEvent(tool_name="task", tool_call_id="c1")),
+        ("sub-1", _stamped(SubagentStartedEvent(), "c1", "sub-1")),
+        ("sub-1", _stamped(LLMRetryEvent(attempt=2, max_attempts=7, delay=4, reason="429", error="rate limited",
+                                         status_code=429), "c1", "sub-1")),
+        ("sub-1", _stamped(LLMRetryEvent(attempt=3, max_attempts=7, delay=2, reason="connection", error="reset"), "c1", "sub-1")),
+        ("sub-1", _stamped(ConversationStateUpdateEvent(key="usage", value={"added": added}), "c1", "sub-1")),
+        (root, ConversationStateUpdateEvent(key="usage", value={"added": added})),
+        (root, ConversationStateUpdateEvent(key="status", value="finished")),
+    ]
+    builder = SpanBuilder()
+    for seq, (conversation_id, event) in enumerate(events, start=1):
+        event.seq = seq
+        builder.receive(event_record(conversation_id, root, event))
+    chats = {s.attributes.get("taskwire.subagent_id"): s for s in builder.spans_to_export() if s.name == "chat m"}
+    assert chats[None].events == []
+    retried = chats["sub-1"]
+    assert [(e.name, e.attributes["taskwire.retry.attempt"], e.attributes["error.type"]) for e in retried.events] == [
+        ("gen_ai.retry", 2, "429"), ("gen_ai.retry", 3, "connection")]
+    assert retried.events[0].attributes["taskwire.retry.status_code"] == 429
+    exported = SpanExport("replica", exporter=object()).readable(retried)  # type: ignore[arg-type]
+    assert [e.name for e in exported.events] == ["gen_ai.retry", "gen_ai.retry"]
 
 
 def test_past_its_bound_the_builder_drops_spans_and_counts_them() -> None:

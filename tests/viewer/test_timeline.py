@@ -100,6 +100,20 @@ async def test_streamed_text_shows_as_it_arrives_and_the_stored_message_replaces
     ]
 
 
+async def test_a_retry_shows_in_its_sub_agents_card_and_drops_the_failed_attempts_text(page: Page) -> None:
+    retry = {"kind": "LLMRetryEvent", "attempt": 2, "max_attempts": 7, "delay": 4, "reason": "429",
+             "error": "rate limited", "discard_text": True, "seq": 4}
+    events = [action("t1", "task", description="Helper"), started("s1", "t1", "Helper"),
+              sub({"kind": "StreamingDeltaEvent", "content": "Hal"}, "s1", "t1"), sub(retry, "s1", "t1"),
+              sub({"kind": "StreamingDeltaEvent", "content": "Hello"}, "s1", "t1")]
+    assert await outline(page, events) == [
+        "task [in_progress] Helper",
+        "  card general-purpose Helper [running]",
+        "    item retry: retrying in 4 s (429), attempt 2 of 7",
+        "    streaming: Hello",
+    ]
+
+
 async def test_a_card_that_arrives_before_its_call_waits_at_the_root_and_moves_in(page: Page) -> None:
     early = [sub({"kind": "MessageEvent", "role": "user", "content": "Do it."}, "s1", "t1")]
     assert await outline(page, early) == ["  card sub-agent  [running]", "    Task prompt: Do it."]

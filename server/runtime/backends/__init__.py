@@ -18,9 +18,8 @@ from ...specs import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS
 from ...store import EventQuery, Store
 
 if TYPE_CHECKING:
-    import httpx
-
     from ...hooks import Hooks
+    from ...llm import ModelHTTP, ProviderGates
     from ..conversation import ConversationHost
     from ..task_manager import TaskManager
 
@@ -29,15 +28,16 @@ __all__ = ["AgentBackend", "AgentHost", "build_backend"]
 
 async def build_backend(
     host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks, requests_first: RequestsFirst | None = None,
-    llm_http: httpx.AsyncClient | None = None,
+    llm_http: ModelHTTP | None = None, llm_gates: ProviderGates | None = None,
 ) -> AgentBackend:
     """The backend named by ``host.record.agent``, primed with what the conversation already
     holds; a native agent's steps give way to the API's requests (``requests_first``), and its
-    model calls go through the server's one client (``llm_http``)."""
+    model calls go through the server's one client (``llm_http``) and share the server's
+    rate limits per provider (``llm_gates``)."""
     agent = host.record.agent
     kind = agent.get("kind", "native")
     if kind == "native":
-        return await _native(host, store, tasks, hooks, requests_first, llm_http)
+        return await _native(host, store, tasks, hooks, requests_first, llm_http, llm_gates)
     if kind == "acp":
         acp = await _imported(f"{__name__}.acp")
         return acp.ACPBackend.from_spec(agent, host)
@@ -74,11 +74,11 @@ async def _imported(name: str) -> ModuleType:
 
 async def _native(
     host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks, requests_first: RequestsFirst | None,
-    llm_http: httpx.AsyncClient | None,
+    llm_http: ModelHTTP | None, llm_gates: ProviderGates | None,
 ) -> NativeBackend:
     agent = host.record.agent
     llm_config = {k: v for k, v in (agent.get("llm") or {}).items() if v is not None}
-    llm = make_llm(llm_config, host.settings, llm_http)
+    llm = make_llm(llm_config, host.settings, llm_http, llm_gates)
     tool_names = agent.get("tools") or DEFAULT_TOOLS
     # Resume from the stream: it already holds every user message delivered so far. A new
     # stream (a sub-agent spawned now, a root just created) its host has all of: not read back.

@@ -53,6 +53,10 @@ class AgentHost(Protocol):
         """Set by ``POST /pause``: stop at the next safe point and return."""
         ...
 
+    async def wait_for_pause(self) -> None:
+        """Return once a pause is requested (a model call's back-off waits for it too)."""
+        ...
+
     async def start_subagent(
         self,
         parent_tool_use_id: str,

@@ -19,10 +19,11 @@ from ...errors import BackendError, TaskwireError, ToolError
 from ...events import ActionEvent, LLMCall, MessageEvent, ObservationEvent, StreamingDeltaEvent
 from taskwire_client.events import utc_now
 from ...events.closing import INTERRUPTED, closing_status, closing_text
-from ...llm.base import LLM, ChatMessage, LLMRequest, LLMResponse, ToolCall
+from ...llm.base import LLM, CallAbandoned, ChatMessage, LLMRequest, LLMResponse, ToolCall
 from ...permissions.policy import NEVER, Approval
 from ...permissions.requests import refusal_text, request_title
 from .base import AgentHost
+from .call_observer import HostCallObserver
 from ..requests_first import RequestsFirst
 from ..tools import Tool, ToolContext, ToolResult, parse_arguments, spec_of
 
@@ -63,7 +64,10 @@ class NativeBackend:
             self.take_user_messages(host)
             if host.pause_requested:
                 return None
-            response = await self.request_model(host)
+            try:
+                response = await self.request_model(host)
+            except CallAbandoned:
+                return None  # paused during a retry's back-off: the run ends paused
             if not response.tool_calls:
                 await host.emit(MessageEvent(role="assistant", content=response.text), wait=False)
                 self.messages.append(ChatMessage(role="assistant", content=response.text))
@@ -93,7 +97,7 @@ class NativeBackend:
             await host.emit(StreamingDeltaEvent(content=text))
 
         started_at = utc_now()
-        response = await self.llm.complete(request, on_delta)
+        response = await self.llm.complete(request, on_delta, HostCallObserver(host))
         if self.requests_first is not None:
             # Acting on the answer is this step's CPU: the API's waiting requests go first.
             await self.requests_first.step()
