@@ -117,7 +117,9 @@ class TaskManager:
                 # so a permission request the child waits on is resolved with the reason).
                 child.task.cancel(*exc.args[:1])
                 await asyncio.wait({child.task})
-                await host.finish_subagent(child, status="cancelled", result="cancelled with its parent")
+                stop = child.budget_stop  # an ancestor's budget: said so, beside its stop_reason
+                result = f"stopped by a budget: {stop.describe()}" if stop is not None else "cancelled with its parent"
+                await host.finish_subagent(child, status="cancelled", result=result)
                 raise
             if child.budget_stop is not None:
                 return await self._stopped(host, child, label)
