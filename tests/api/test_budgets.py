@@ -185,7 +185,7 @@ async def test_cancel_and_interrupt_under_a_budget_stop_nothing_by_the_budget(tm
         server = tree.server
         cid = (await create(server, agent=tree.agent(max_tokens=1_000_000), initial_message="Main work.",
                             workspace=str(workspace)))["id"]
-            while len((await server.client.get(f"/api/conversations/{cid}/subagents")).json()) < 2:
+        while len((await server.client.get(f"/api/conversations/{cid}/subagents")).json()) < 2:
             await asyncio.sleep(0.05)
         ends = await finished_events(server, cid)
         sid = ends["bounded"]["entry"]["subagent_id"]
