@@ -344,4 +344,15 @@ def turn_usage(result: Any) -> Usage | None:
         input_tokens=count("inputTokens"),
         output_tokens=count("outputTokens"),
         cache_read_tokens=count("cachedReadTokens"),
+        cache_write_tokens=count("cachedWriteTokens"),
     )
+
+
+def turn_model(result: Any) -> str | None:
+    """The model that answered a turn, when the agent names exactly one (claude-agent-acp's
+    ``_meta.quota.model_usage``): what the turn's tokens are priced by."""
+    meta = result.get("_meta") if isinstance(result, dict) else None
+    quota = meta.get("quota") if isinstance(meta, dict) else None
+    models = quota.get("model_usage") if isinstance(quota, dict) else None
+    names = {m.get("model") for m in models if isinstance(m, dict)} if isinstance(models, list) else set()
+    return names.pop() if len(names) == 1 and isinstance(next(iter(names)), str) else None

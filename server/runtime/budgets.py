@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from ..errors import BackendError, BadRequest
 from ..events import Usage
 from .capabilities import capabilities
-from .pricing import provider_of, unpriced_reason
+from ..pricing import provider_of, unpriced_reason
 
 LIMITS = ("max_cost_usd", "max_tokens", "max_iterations", "max_seconds")
 """The budget fields of an agent spec and a sub-agent type, in the order they are checked."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Coroutine, TypeVar
 
 from ..events import ConversationStateUpdateEvent, Event, LLMCall, Usage
 from .budgets import Budget, BudgetExceeded, Crossing
-from .pricing import priced_call
+from ..pricing import priced_call
 
 if TYPE_CHECKING:
     from ..store import ConversationRecord, Store

@@ -114,6 +114,9 @@ class LLMCall(BaseModel):
     """Where ``cost_usd`` came from: the backend's own report, or the ``genai-prices`` table."""
     unpriced_reason: str | None = None
     """Why the call has no ``cost_usd`` (no price for its model), when it has none."""
+    reported_cost_usd: float | None = None
+    """What the backend itself reported this call (or turn) cost, its sub-agents included, when
+    it reports one (Claude Code does): the tree's total follows it."""
 
 
 class Event(BaseModel):

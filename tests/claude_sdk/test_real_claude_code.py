@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import genai_prices
+
 from taskwire.events.closing import INTERRUPTED
 from tests.api.helpers import all_events, create
 from tests.api.socket_client import next_frame, open_socket
@@ -236,3 +238,36 @@ async def test_cancelling_one_real_claude_code_subagent_stops_only_it(tmp_path: 
     assert subagents["toolu_main_0_1"]["result"] == "quick printed: quick"
     assert assistant_texts(root_frames(frames))[-1] == "One was stopped; the other printed quick."
     assert again.status_code == 400 and again.json()["code"] == "subagent_not_running"
+
+
+async def test_real_claude_codes_own_cost_is_kept_and_the_tree_adds_up_to_it(tmp_path: Path) -> None:
+    """Claude Code reports what each turn cost (the result's running ``total_cost_usd``): the main
+    agent's usage keeps that figure (less its sub-agents' share, priced by the table from their
+    tokens and model), so the tree's total is exactly what Claude Code reported."""
+    need_claude_code()
+    script = DEMO / "claude_code_two_subagents.yaml"
+    async with mock_llm(script, tmp_path / "requests.jsonl") as mock:
+        async with taskwire_server(isolated_settings(tmp_path, forward_subagent_events=True)) as server:
+            conversation = (await create(server, agent=claude_agent(mock, tmp_path / "home"), run=False))["id"]
+            async with open_socket(server, conversation) as ws:
+                await next_frame(ws)
+                await say(server, conversation, "Run echo main-agent, then two sub-agents.")
+                await frames_until_run_ends(ws)
+            async with open_socket(server, conversation) as ws:
+                full_state = await next_frame(ws)
+            every = await all_events(server, conversation, include_subagents="true", kind="ConversationStateUpdateEvent")
+            subagents = (await server.client.get(f"/api/conversations/{conversation}/subagents")).json()
+    added = [e["value"]["added"] for e in every if e["key"] == "usage"]
+    root_turns = [a for a in added if a.get("cost_source") == "backend"]
+    assert root_turns and all(a["reported_cost_usd"] > 0 for a in root_turns)
+    reported = round(sum(a["reported_cost_usd"] for a in root_turns), 12)
+    assert full_state["value"]["tree_usage"]["cost_usd"] == reported
+    assert len(subagents) == 2
+    for entry in subagents:
+        [counted] = [a for a in added if a["llm_calls"] == 2 and a["input_tokens"] == entry["usage"]["input_tokens"]][:1]
+        assert counted["cost_source"] == "price_table" and counted["provider"] == "anthropic"
+        tokens = genai_prices.Usage(input_tokens=entry["usage"]["input_tokens"], output_tokens=entry["usage"]["output_tokens"])
+        table = genai_prices.calc_price(tokens, counted["model"], provider_id="anthropic").total_price
+        assert entry["usage"]["cost_usd"] == float(table) == entry["subtree_usage"]["cost_usd"]
+    own = full_state["value"]["usage"]["cost_usd"]
+    assert own == round(reported - sum(e["usage"]["cost_usd"] for e in subagents), 12)

@@ -30,11 +30,11 @@ from pydantic import ValidationError
 from ...acp.child_sessions import ChildSessions
 from ...acp.client import ACPSession
 from ...acp.incoming import Incoming, is_subagent_update, unanswered
-from ...acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, SubagentWorkState, turn_usage
+from ...acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, SubagentWorkState, turn_model, turn_usage
 from ...acp.peer_permissions import asked_permission, peer_answer, policy_answer
 from ...environment import peer_environment
 from ...errors import ACPError
-from ...events import ConversationStateUpdateEvent, Event
+from ...events import ConversationStateUpdateEvent, Event, LLMCall
 from ..agent_types import PROJECT_ROOT
 from .base import AgentHost
 from ...specs import ACPAgentSpec
@@ -179,7 +179,9 @@ class ACPBackend:
             raise error
         usage = turn_usage(session.last_prompt_result)
         if usage is not None:
-            await host.add_usage(usage)
+            # Priced by the table, when the agent named its model (its own running cost comes
+            # in usage_update notifications this bridge does not read).
+            await host.add_usage(usage, LLMCall(model=turn_model(session.last_prompt_result)))
         await self.apply(host, self._children.end_turn())
         end = self._mapper.end_turn()
         await self.apply(host, end.actions)

@@ -177,7 +177,7 @@ class ClaudeSDKBackend:
             elif isinstance(action, CountUsage):
                 host = self._hosts.get(action.lane)
                 if host is not None:
-                    await host.add_usage(action.usage)
+                    await host.add_usage(action.usage, action.call)
             elif isinstance(action, TurnEnded):
                 if self._turn_end is not None and not self._turn_end.done():
                     self._turn_end.set_result(action)

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import genai_prices
 
-from ..events import LLMCall, Usage
+from .events import LLMCall, Usage
 from taskwire_client.events import COST_DIGITS
 
 TABLE = f"genai-prices {version('genai-prices')}"
