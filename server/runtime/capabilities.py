@@ -3,10 +3,11 @@ opts in through.
 
 To be **steerable**, a backend either takes the messages ``AgentHost.take_user_messages``
 hands it before each model call (``steer=None`` here: a person's message sent to a sub-agent
-it runs is delivered through the host's inbox), or, for sub-agents its peer runs inside its
-own turn, sets ``child.steer_hook`` on the host ``start_subagent`` returned: an async callable
-that hands the text to the peer before that sub-agent's next model call (raising
-``BackendError`` if the peer refuses). Otherwise a steering request is a 409
+it runs is delivered through the host's inbox), or sets ``host.steer_hook`` (``steer_by_hook``:
+on its own host when it runs a task's sub-agent, as the ``claude_sdk`` backend does; or on the
+host ``start_subagent`` returned, for a sub-agent its peer runs inside its own turn): an async
+callable that hands the text to the peer before that agent's next model call (raising a
+``TaskwireError`` whose detail says why if the peer refuses). Otherwise a steering request is a 409
 ``subagent_not_steerable`` with ``steer`` as the reason.
 
 To **report usage**, it calls ``AgentHost.add_usage(usage, LLMCall(model=..., provider=...))``
@@ -37,12 +38,16 @@ class BackendCapabilities:
     """Whether its model calls are counted one by one (``max_iterations``)."""
     own_cost: bool = False
     """It reports its own cost, so the price table need not know its model."""
+    steer_by_hook: bool = False
+    """A sub-agent it runs takes a message through the ``steer_hook`` its backend sets once it
+    runs (not the inbox, which its run reads only between turns)."""
 
 
 CAPABILITIES: dict[str, BackendCapabilities] = {
     "native": BackendCapabilities(steer=None, usage=None, iterations=None),
     "claude_sdk": BackendCapabilities(
-        steer="taskwire's claude_sdk backend hands Claude Code a new prompt only when its turn ends",
+        steer=None,
+        steer_by_hook=True,  # Claude Code folds a prompt sent mid-turn into its next model request
         usage=None,
         iterations="Claude Code counts its own turns (use the spec's max_turns)",
         own_cost=True,

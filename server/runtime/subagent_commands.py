@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BackendError, BadRequest, SubagentNotFound, SubagentNotRunning, SubagentNotSteerable, Unavailable
+from ..errors import (
+    BackendError, BadRequest, SubagentNotFound, SubagentNotRunning, SubagentNotSteerable, TaskwireError, Unavailable,
+)
 from ..events import MessageEvent
 from .capabilities import PEER_SUBAGENT, capabilities
 from .ownership import owned
@@ -96,20 +98,21 @@ class SubagentCommands:
         target = await self._live_subagent(conversation_id, subagent_id)
         if target is None:
             raise SubagentNotRunning(f"sub-agent {subagent_id!r} is not running; it takes no message")
-        if not target.managed and target.steer_hook is None:
-            raise SubagentNotSteerable(f"sub-agent {subagent_id!r} cannot take a message: {PEER_SUBAGENT}")
-        if target.managed:
-            why = (capabilities(target.record.agent) or capabilities({})).steer  # type: ignore[union-attr]
+        reports = capabilities(target.record.agent) if target.managed else None
+        if target.steer_hook is None:
+            why = PEER_SUBAGENT if reports is None else reports.steer
+            if reports is not None and reports.steer_by_hook:
+                why = "its agent has not started yet; retry in a moment"
             if why is not None:
                 raise SubagentNotSteerable(f"sub-agent {subagent_id!r} cannot take a message: {why}")
         if not target.accepts_messages:
             raise SubagentNotRunning(f"sub-agent {subagent_id!r} has finished its work; it takes no message")
         event = MessageEvent(role="user", source="user", content=content)
-        if target.steer_hook is not None and not target.managed:
+        if target.steer_hook is not None:
             try:
                 await target.steer_hook(content)
-            except BackendError as exc:
-                raise SubagentNotSteerable(f"the agent running sub-agent {subagent_id!r} refused the message: {exc.detail}") from exc
+            except TaskwireError as exc:
+                raise SubagentNotSteerable(f"sub-agent {subagent_id!r} cannot take a message now: {exc.detail}") from exc
         else:
             # Into its inbox first, then queued for the store, with no await between: its run takes
             # it before its next model call, and the stream holds it before what that call brings.
