@@ -34,6 +34,7 @@ from taskwire_client.events import (
     SubagentStartedEvent,
     Usage,
 )
+from taskwire_client.usage import grown_by, subtree_usage, usage_of
 
 SUBAGENT_ENDS = frozenset({"completed", "error", "cancelled"})
 
@@ -93,6 +94,9 @@ class Subagent:
     """``running``, then ``completed``, ``error`` or ``cancelled``."""
     result: str = ""
     usage: Usage | None = None
+    """Its own tokens and cost (its sub-agents' are theirs: ``Tree.subtree_usage`` adds them up)."""
+    listed_subtree_usage: Usage | None = None  # its subtree's, as the server last listed it
+    stop_reason: str | None = None  # the budget that stopped it (``max_tokens`` ...), if one did
     work_state: dict[str, Any] | None = None
     """What it is doing now (``{"state": running|requires_action|idle|unknown, ...}``), once known."""
     cwd: str | None = None
@@ -118,9 +122,14 @@ class Subagent:
             self.parent_subagent_id = info["parent_subagent_id"]
         if info.get("status") and self.status not in SUBAGENT_ENDS:
             self.status = info["status"]
-        usage = _usage(info.get("usage"))
-        if usage is not None and _total(usage) >= _total(self.usage):
+        usage = usage_of(info.get("usage"))
+        if usage is not None and grown_by(usage) >= grown_by(self.usage):
             self.usage = usage
+        subtree = usage_of(info.get("subtree_usage"))
+        if subtree is not None:
+            self.listed_subtree_usage = subtree
+        if info.get("stop_reason"):
+            self.stop_reason = info["stop_reason"]
 
 
 Step = Union[Message, ToolCall]
@@ -138,6 +147,8 @@ class Tree:
         """The root's status: ``idle``, ``running``, ``paused``, ``finished``, ``error``."""
         self.usage: Usage | None = None
         """The root's own token usage so far (its sub-agents' is on each ``Subagent``)."""
+        self.tree_usage: Usage | None = None
+        """The whole tree's tokens and cost, as the root last said (``full_state``, ``tree_usage``)."""
         self.events = 0
         """Stored events taken (those with a ``seq``)."""
         self.steps: list[Step] = []
@@ -155,6 +166,10 @@ class Tree:
         self._drafts: dict[str | None, Message] = {}
         self._calls: dict[tuple[str | None, str], ToolCall] = {}
         self._calls_by_id: dict[str, ToolCall] = {}
+
+    def subtree_usage(self, sub: Subagent) -> Usage | None:
+        """``sub``'s tokens and cost with every sub-agent's below it, live."""
+        return subtree_usage(sub, self.subagents.values())
 
     # -- taking events in ---------------------------------------------------------------
 
@@ -235,7 +250,8 @@ class Tree:
     def apply_full_state(self, state: dict[str, Any]) -> None:
         """A socket's first frame: the root's status and usage, and the sub-agent tree."""
         self.status = state.get("status") or self.status
-        self.usage = _usage(state.get("usage")) or self.usage
+        self.usage = usage_of(state.get("usage")) or self.usage
+        self.tree_usage = usage_of(state.get("tree_usage")) or self.tree_usage
         self.apply_subagents(state.get("subagents") or [])
         # Absent when the tree never asked: then nothing waits.
         self.pending_permissions = list(state.get("pending_permissions") or [])
@@ -258,9 +274,11 @@ class Tree:
         elif event.key == "work_state" and owner is not None and isinstance(event.value, dict):
             owner.update({"work_state": event.value})
             return owner
+        elif event.key == "tree_usage" and owner is None and isinstance(event.value, dict):
+            self.tree_usage = usage_of(event.value)
         elif event.key == "usage" and isinstance(event.value, dict):
             if owner is None:
-                self.usage = _usage(event.value)
+                self.usage = usage_of(event.value)
             else:
                 owner.update({"usage": event.value})
                 return owner
@@ -379,14 +397,3 @@ def _content_text(content: list[Any] | None) -> str:
                 texts.append(str(part["text"]))
     return "\n".join(texts)
 
-
-def _usage(value: Any) -> Usage | None:
-    if isinstance(value, Usage):
-        return value
-    return Usage.model_validate(value) if isinstance(value, dict) else None
-
-
-def _total(usage: Usage | None) -> int:
-    if usage is None:
-        return -1
-    return usage.input_tokens + usage.output_tokens + usage.llm_calls
