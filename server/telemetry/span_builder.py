@@ -224,6 +224,10 @@ class SpanBuilder:
         usage = event.get("usage") or {}
         span.attributes[a.INPUT_TOKENS] = int(usage.get("input_tokens") or 0)
         span.attributes[a.OUTPUT_TOKENS] = int(usage.get("output_tokens") or 0)
+        if isinstance(usage.get("cost_usd"), (int, float)):
+            span.attributes[a.COST] = float(usage["cost_usd"])
+        if event.get("stop_reason"):
+            span.attributes[a.STOP_REASON] = str(event["stop_reason"])
         if self.capture_content and event.get("result"):
             span.attributes[a.OUTPUT_MESSAGES] = _messages("assistant", [str(event["result"])])
         error = None
@@ -302,7 +306,11 @@ class SpanBuilder:
             a.INPUT_TOKENS: int(added.get("input_tokens") or 0),
             a.OUTPUT_TOKENS: int(added.get("output_tokens") or 0),
             a.CACHE_READ_TOKENS: int(added.get("cache_read_tokens") or 0),
+            a.CACHE_WRITE_TOKENS: int(added.get("cache_write_tokens") or 0),
         })
+        if isinstance(added.get("cost_usd"), (int, float)):
+            span.attributes[a.COST] = float(added["cost_usd"])
+            span.attributes[a.COST_SOURCE] = str(added.get("cost_source") or "")
         if model:
             span.attributes[a.REQUEST_MODEL] = str(model)
         if added.get("response_id"):

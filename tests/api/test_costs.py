@@ -16,6 +16,8 @@ from taskwire.llm.mock_server import create_mock_app
 from tests.api.helpers import all_events, create
 from tests.api.socket_client import next_frame, open_socket
 from tests.api.steering import MODEL, USAGE
+from tests.api.test_metrics import scrape, total
+from tests.telemetry.test_span_builder import build
 from tests.servers import isolated_settings, serve_app, taskwire_server, wait_for_status
 
 
@@ -129,3 +131,21 @@ async def test_cache_writes_are_priced_at_their_own_price(tmp_path: Path) -> Non
     assert (info["usage"]["input_tokens"], info["usage"]["cache_read_tokens"], info["usage"]["cache_write_tokens"]) == (500, 300, 400)
     assert info["usage"]["cost_usd"] == float(expected)
     assert json.dumps(info["usage"]).count("null") == 0
+
+
+async def test_metrics_count_cost_by_agent_type_and_spans_carry_it(tmp_path: Path) -> None:
+    async with serve_app(create_mock_app(chain(2))) as url:
+        async with taskwire_server(isolated_settings(tmp_path)) as server:
+            cid = (await create(server, agent=openai_agent(url), initial_message="Main."))["id"]
+            assert (await wait_for_status(server.client, cid, {"finished", "error"}))["status"] == "finished"
+            samples = await scrape(server)
+            spans = await build(server, cid)
+    per_call = float(table_price(1))
+    assert total(samples, "taskwire_llm_cost_usd_total", agent_type="main") == pytest.approx(2 * per_call)
+    assert total(samples, "taskwire_llm_cost_usd_total", agent_type="general-purpose") == pytest.approx(4 * per_call)
+    assert total(samples, "taskwire_llm_unpriced_requests_total") == 0
+    chats = [s for s in spans if s.operation == "chat"]
+    assert len(chats) == 6 and all(c.attributes["gen_ai.usage.cost"] == per_call for c in chats)
+    assert all(c.attributes["taskwire.cost_source"] == "price_table" for c in chats)
+    agents = [s for s in spans if s.operation == "invoke_agent" and "taskwire.subagent_id" in s.attributes]
+    assert [a.attributes["gen_ai.usage.cost"] for a in agents] == [float(table_price(2))] * 2
