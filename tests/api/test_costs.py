@@ -5,6 +5,7 @@ in ``/subagents``, ``full_state`` and the root's ``tree_usage`` state."""
 from __future__ import annotations
 
 import json
+import uuid
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ import genai_prices
 import pytest
 
 from taskwire.llm.mock_server import create_mock_app
+from tests.agui.checks import assert_valid
+from tests.agui.sse_client import read_all, run_input
 from tests.api.helpers import all_events, create
 from tests.api.socket_client import next_frame, open_socket
 from tests.api.steering import MODEL, USAGE
@@ -149,3 +152,22 @@ async def test_metrics_count_cost_by_agent_type_and_spans_carry_it(tmp_path: Pat
     assert all(c.attributes["taskwire.cost_source"] == "price_table" for c in chats)
     agents = [s for s in spans if s.operation == "invoke_agent" and "taskwire.subagent_id" in s.attributes]
     assert [a.attributes["gen_ai.usage.cost"] for a in agents] == [float(table_price(2))] * 2
+
+
+async def test_agui_carries_the_run_cost_and_live_usage(tmp_path: Path) -> None:
+    """AG-UI: ``taskwire.usage`` / ``taskwire.tree_usage`` CUSTOM events carry the cost live, and
+    ``RUN_FINISHED`` the run's cost in ``metadata.taskwire`` (its usage entry holds counts only)."""
+    async with serve_app(create_mock_app(chain(2))) as url:
+        async with taskwire_server(isolated_settings(tmp_path, forward_subagent_events=True)) as server:
+            thread = str(uuid.uuid4())
+            body = run_input(thread, "run-1", "Main.", forwardedProps={"taskwire": {"agent": openai_agent(url)}})
+            frames = [event for _, event in await read_all(server.client, "POST", "/agui", json=body)]
+    assert_valid(frames)
+    end = frames[-1]
+    assert end["type"] == "RUN_FINISHED"
+    assert end["metadata"]["taskwire"]["cost_usd"] == float(table_price(6)) and end["metadata"]["taskwire"]["unpriced_calls"] == 0
+    assert end["usage"][0]["inputTokens"] == 6 * 1200 and end["usage"][0]["cachedInputTokens"] == 6 * 200
+    trees = [f["value"] for f in frames if f["type"] == "CUSTOM" and f["name"] == "taskwire.tree_usage"]
+    assert trees[-1]["cost_usd"] == float(table_price(6))
+    usages = [f["value"] for f in frames if f["type"] == "CUSTOM" and f["name"] == "taskwire.usage"]
+    assert all(u["added"]["cost_usd"] == float(table_price(1)) for u in usages)
