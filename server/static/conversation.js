@@ -3,7 +3,7 @@
 // a time budget, so thousands of them never freeze the page.
 
 import { ApiError } from "./api.js";
-import { clip, h, shortId, statusLabel, usageText } from "./dom.js";
+import { clip, costText, h, shortId, statusLabel, usageText } from "./dom.js";
 import { CloseCode, LiveSocket } from "./live.js";
 import { PermissionDesk } from "./permissions.js";
 import { Timeline } from "./timeline.js";
@@ -45,6 +45,7 @@ export class ConversationView {
 
     this.timeline = new Timeline({
       onCancel: (card) => this.cancel(card),
+      onReply: (card, text) => this.reply(card, text),
       onFollow: (subagentId) => this.follow(subagentId),
       onCardAdded: () => { this._cardsChanged = true; },
       onAnswer: (box, option) => this.desk.answer(box, option),
@@ -66,6 +67,7 @@ export class ConversationView {
   build() {
     this.statusEl = h("span", { class: "badge", text: "…" });
     this.usageEl = h("span", { class: "usage" });
+    this.treeUsageEl = h("span", { class: "tree-usage", hidden: true });
     this.countEl = h("span", { class: "muted" });
     this.connectionEl = h("span", { class: "connection", role: "status", text: "connecting…" });
     this.waitingEl = h("span", { class: "waiting-badge", role: "status", hidden: true });
@@ -86,7 +88,7 @@ export class ConversationView {
     return h("section", { class: "conversation", "aria-label": "conversation" },
       h("header", { class: "conversation-head" },
         h("h2", {}, "Conversation ", h("code", { text: shortId(this.id), title: this.id })),
-        this.statusEl, this.reasonEl, this.waitingEl, this.usageEl, this.countEl, this.connectionEl,
+        this.statusEl, this.reasonEl, this.waitingEl, this.usageEl, this.treeUsageEl, this.countEl, this.connectionEl,
         h("span", { class: "spacer" }),
         h("label", { for: "follow", text: "Follow" }), this.followEl, this.stopEl),
       this.noticeEl,
@@ -179,6 +181,7 @@ export class ConversationView {
       const state = item.fullState;
       this.setStatus(state.status);
       if (state.usage) this.usageEl.textContent = usageText(state.usage);
+      if (state.tree_usage) this.showTreeUsage(state.tree_usage);
       this.timeline.applySubagents(state.subagents);
       this.desk.apply(state.pending_permissions ?? [], false); // absent: the tree never asked
       return;
@@ -188,6 +191,7 @@ export class ConversationView {
     if (item.kind === "ConversationStateUpdateEvent") {
       if (item.key === "status" && item.subagent_id == null) this.setStatus(item.value);
       if (item.key === "usage") this.applyUsage(item.subagent_id, item.value);
+      if (item.key === "tree_usage" && item.subagent_id == null) this.showTreeUsage(item.value);
       if (item.key === "work_state" && item.subagent_id) this.timeline.cards.get(item.subagent_id)?.update({ work_state: item.value });
       if (item.key === "pending_permissions" && item.subagent_id == null) this.desk.apply(item.value ?? []);
     }
@@ -235,6 +239,13 @@ export class ConversationView {
       return;
     }
     this.timeline.cards.get(subagentId)?.update({ usage });
+    this.timeline.refreshSubtrees(subagentId);
+  }
+
+  /** The tree's total (the root and every sub-agent), beside the root's own usage. */
+  showTreeUsage(total) {
+    this.treeUsageEl.hidden = !total?.llm_calls;
+    this.treeUsageEl.textContent = total?.llm_calls ? `tree: ${total.llm_calls} calls${costText(total)}` : "";
   }
 
   /** Ask for the conversation and its sub-agent tree once the run ends (and, with forwarding
@@ -303,6 +314,17 @@ export class ConversationView {
         card.cancelFailed();
         this.notice(`Could not cancel: ${err.message}`);
       }
+    }
+  }
+
+  /** A person's message to one running sub-agent: it reads it before its next model call. */
+  async reply(card, text) {
+    card.replying();
+    try {
+      await this.api.post(`/api/conversations/${this.id}/subagents/${card.id}/messages`, { content: text });
+      card.replied();
+    } catch (err) {
+      card.replied(err instanceof ApiError && err.status === 409 ? err.message : `Could not send: ${err.message}`);
     }
   }
 
