@@ -76,11 +76,11 @@ def price(usage: Usage, model: str | None, provider: str | None) -> tuple[Usage,
         return usage, None
     reason = unpriced_reason(model, provider)
     if reason is not None:
-        return usage.model_copy(update={"unpriced_calls": max(usage.llm_calls, 1)}), reason
+        return usage.with_cost(None, unpriced_calls=max(usage.llm_calls, 1)), reason
     assert model is not None
     cost = _cost(model.lower(), provider, usage.input_tokens, usage.output_tokens,
                  usage.cache_read_tokens, usage.cache_write_tokens)
-    return usage.model_copy(update={"cost_usd": cost}), None
+    return usage.with_cost(cost), None
 
 
 @lru_cache(maxsize=4096)
@@ -101,9 +101,12 @@ def _cost(model: str, provider: str | None, input_tokens: int, output_tokens: in
 
 def priced_call(usage: Usage, call: LLMCall | None) -> tuple[Usage, LLMCall | None]:
     """One model call's usage priced, and its ``LLMCall`` saying where the cost came from (or
-    why there is none). Without a call (a backend that names no model) the usage is kept as
-    reported: its own cost, or none."""
+    why there is none). Without a call (a backend that names no model) the usage keeps its own
+    cost if it reports one, else its calls count as unpriced."""
     if call is None:
+        if usage.cost_usd is None and usage.llm_calls and not usage.unpriced_calls:
+            # Calls whose model nobody named: counted, and counted as unpriced.
+            return usage.with_cost(None, unpriced_calls=usage.llm_calls), None
         return usage, None
     if usage.cost_usd is not None:
         return usage, call.model_copy(update={"cost_source": call.cost_source or "backend"})

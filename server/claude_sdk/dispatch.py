@@ -378,7 +378,7 @@ class ClaudeDispatcher:
             # was counted as, is the main agent's; the tree's total is then Claude Code's.
             self._reported_total = float(message.total_cost_usd)  # type: ignore[arg-type]
             own = max(0.0, round(cost - self._subagent_cost, 12))
-            usage = usage.model_copy(update={"cost_usd": own})
+            usage = usage.with_cost(own)
             call = call.model_copy(update={"cost_source": "backend", "reported_cost_usd": cost})
             self._subagent_cost = 0.0
         if usage.llm_calls or usage.input_tokens or usage.output_tokens:

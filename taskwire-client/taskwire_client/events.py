@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PrivateAttr, TypeAdapter, computed_field, model_validator
 
 from taskwire_client.ids import new_event_id
 
@@ -52,13 +52,39 @@ class Usage(BaseModel):
     """Prompt tokens written to the provider's cache (billed at the cache write price)."""
     llm_calls: int = 0
     """How many LLM requests these figures add up."""
-    cost_usd: float | None = None
-    """What the priced calls cost, in US dollars: the backend's own figure where it reports one
-    (Claude Code does), else the ``genai-prices`` table's for the provider and model. ``None``:
-    no call of these has a known price (see ``unpriced_calls``)."""
     unpriced_calls: int = 0
-    """Calls whose price is unknown (a model the table does not know): not in ``cost_usd``, which
-    is then a lower bound (or ``None`` when no call is priced). Never a guess."""
+    """Calls whose price is unknown (a model the table does not know, a backend that names no
+    model): not in ``cost_usd``, which is then a lower bound (or ``None`` when no call is priced).
+    Never a guess."""
+    _cost: float | None = PrivateAttr(default=None)
+
+    def __init__(self, *, cost_usd: float | None = None, **counts: Any) -> None:
+        super().__init__(**counts)
+        self._cost = _cost_of(cost_usd)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _take_cost(cls, data: Any, handler: Any) -> Any:
+        # A usage read back from JSON (a record, a state event) keeps its cost.
+        cost = data.get("cost_usd") if isinstance(data, dict) else None
+        usage = handler(data)
+        if cost is not None and isinstance(usage, Usage) and usage._cost is None:
+            usage._cost = _cost_of(cost)
+        return usage
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cost_usd(self) -> float | None:
+        """What the priced calls cost, in US dollars: the backend's own figure where it reports
+        one (Claude Code does), else the ``genai-prices`` table's for the provider and model.
+        ``None``: no call of these has a known price (see ``unpriced_calls``). Not one of the
+        counts (``model_fields``): code that adds or subtracts those field by field keeps
+        working, and the cost is added only by ``+``, which knows an unknown one."""
+        return self._cost
+
+    def with_cost(self, cost_usd: float | None, **counts: int) -> Usage:
+        """A copy with ``cost_usd`` (and any counts) replaced."""
+        return Usage(**{**self.model_dump(exclude={"cost_usd"}), **counts}, cost_usd=cost_usd)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -67,14 +93,22 @@ class Usage(BaseModel):
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             llm_calls=self.llm_calls + other.llm_calls,
-            cost_usd=add_costs(self.cost_usd, other.cost_usd),
             unpriced_calls=self.unpriced_calls + other.unpriced_calls,
+            cost_usd=add_costs(self.cost_usd, other.cost_usd),
         )
 
     @property
     def tokens(self) -> int:
         """Every token billed: input, output, cache reads and writes (what ``max_tokens`` counts)."""
         return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+def _cost_of(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"cost_usd must be a non-negative number, not {value!r}")
+    return round(float(value), COST_DIGITS)
 
 
 COST_DIGITS = 12
