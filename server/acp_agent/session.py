@@ -172,6 +172,16 @@ class AgentSession:
         except TaskwireError as exc:
             log.warning("session %s: could not cancel child %s: %s", self.id, child_id, exc.detail)
 
+    async def steer_child(self, child_id: str, text: str) -> PromptResponse:
+        """``session/prompt`` naming a child: the text goes to that sub-agent as a person's
+        message, read before its next model call (``POST .../subagents/{id}/messages``). The
+        answer comes once it has the message (``end_turn``); what the sub-agent does with it
+        streams on its child session as before. One that has ended, or whose agent takes no
+        message, is a JSON-RPC error with the reason (``data.code`` ``subagent_not_running`` /
+        ``subagent_not_steerable``)."""
+        await self.conversations.steer_subagent(self.id, child_id, text)
+        return PromptResponse(stop_reason="end_turn")
+
     async def close(self) -> None:
         """Stop following (the conversation itself goes on, or stops with the host)."""
         if self._feed is not None:
