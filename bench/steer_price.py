@@ -203,7 +203,8 @@ async def main() -> None:
 
     rounds: dict[str, list[float]] = {PRICED: [], UNPRICED: []}
     for n in range(args.rounds):
-        for model in (UNPRICED, PRICED):
+        # Interleaved, and in turn first: a run's process has what the ones before it left.
+        for model in ((UNPRICED, PRICED) if n % 2 == 0 else (PRICED, UNPRICED)):
             ms = await cpu_per_call(args.folder / f"run-{n}-{model}", model, args.calls)
             rounds[model].append(ms)
             print(f"round {n + 1}: {model:22s} {ms:.3f} ms of server CPU a model call  [load {load()}]")

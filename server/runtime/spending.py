@@ -64,12 +64,6 @@ class Spending:
         usage, call = priced_call(usage, call)
         await self.whole(self._record_usage(usage, call))
         root = self._root()
-        if root.spent is None:
-            await root._read_spent()
-        node: Spending | None = self
-        while node is not None:
-            node.spent = (node.spent or Usage()) + usage
-            node = node.parent
         if root.has_subagents:
             assert root.spent is not None
             await root.emit(ConversationStateUpdateEvent(key=TREE_USAGE_KEY, value=root.spent.model_dump()), wait=False)
@@ -84,6 +78,17 @@ class Spending:
         value = self.record.usage.model_dump()
         value["added"] = usage.model_dump() | (call.model_dump(mode="json", exclude_none=True) if call else {})
         await self.emit(ConversationStateUpdateEvent(key="usage", value=value), wait=False)
+        # The running totals move with the record, in the same whole change: a caller cancelled
+        # meanwhile never leaves a record counted and a total not (or the other way round).
+        root = self._root()
+        read = root.spent is None
+        if read:
+            await root._read_spent()  # the tree as stored: this call's record included
+        node: Spending | None = self
+        while node is not None:
+            if not (read and node is root):
+                node.spent = (node.spent or Usage()) + usage
+            node = node.parent
 
     async def _read_spent(self) -> None:
         tree = await self._store.tree(self.root_id)
@@ -92,13 +97,6 @@ class Spending:
             total = total + record.usage
         self.spent = total
         self.has_subagents = self.has_subagents or len(tree) > 1
-
-    async def tree_spent(self) -> Usage:
-        """This root's tree total (read from the store once, then kept as calls add to it)."""
-        if self.spent is None:
-            await self._read_spent()
-        assert self.spent is not None
-        return self.spent
 
     def _root(self) -> Spending:
         node: Spending = self

@@ -239,3 +239,21 @@ async def test_a_subagent_type_whose_backend_cannot_be_bounded_is_an_error_resul
         [result] = [e for e in await all_events(server, cid) if e["kind"] == "ObservationEvent" and e["tool_name"] == "task"]
         assert result["is_error"] and "cannot run here: max_tokens cannot be checked" in result["content"]
         assert (await server.client.get(f"/api/conversations/{cid}/subagents")).json() == []
+
+
+async def test_a_roots_budget_counts_what_its_tree_spent_before_it_was_loaded(tmp_path: Path) -> None:
+    """Spent tokens are the tree's, stored: a root unloaded (or the server restarted) between
+    runs still counts them, and the call that passes the budget is not acted on."""
+    script = {"lanes": [{"name": "main", "turns": [{"text": "first answer", "usage": USAGE},
+                                                    {"text": "second answer", "usage": USAGE}]}]}
+    async with gated_tree(tmp_path, script) as tree:
+        server = tree.server
+        cid = await tree.start("One.", max_tokens=2000)
+        assert (await wait_for_status(server.client, cid, {"finished", "paused", "error"}))["status"] == "finished"
+        await server.runtime.unload(cid)
+        assert (await server.client.post(f"/api/conversations/{cid}/events", json={"content": "Two."})).status_code == 202
+        info = await wait_for_status(server.client, cid, {"finished", "paused", "error"})
+        assert info["status"] == "paused" and info["status_reason"] == "max_tokens budget passed: 2600 tokens used of 2000 tokens"
+        answers = [e["content"] for e in await all_events(server, cid, kind="MessageEvent", source="agent")]
+        assert answers == ["first answer"]  # the answer that passed it was never recorded as said
+        assert info["usage"]["llm_calls"] == 2  # but its tokens were
