@@ -13,7 +13,8 @@
    posted at a random moment, ``--steers`` times. Printed: POST -> 202, POST -> the request that
    carries it reaching the model server (mostly the model call in flight, which it waits for),
    and the part that is taskwire's: from the later of the POST's answer and the end of the
-   answer in flight to that request.
+   answer in flight to that request, beside the same step of every request (the baseline: an
+   answer's end to the next request, with or without a message).
 """
 
 from __future__ import annotations
@@ -177,6 +178,11 @@ async def steering(folder: Path, steers: int, delay: float) -> dict[str, list[fl
                 figures["reached"].append((arrived - sent) * 1000)
                 figures["ours"].append((arrived - ready) * 1000)
             await server.client.post(f"/api/conversations/{cid}/interrupt")
+    # The same step without a message: each request's arrival after the answer before it.
+    for arrived, _ in mock.arrivals[2:]:
+        before = [t for t in mock.answered if t < arrived]
+        if before:
+            figures.setdefault("step", []).append((arrived - before[-1]) * 1000)
     return figures
 
 
@@ -214,10 +220,11 @@ async def main() -> None:
 
     figures = await steering(args.folder / "steer", args.steers, args.delay)
     for name, label in (("answer", "POST -> 202"), ("reached", "POST -> the request carrying it"),
-                        ("ours", "ready -> the request carrying it (taskwire's part)")):
+                        ("ours", "ready -> the request carrying it (taskwire's part)"),
+                        ("step", "any step: an answer's end -> the next request (the baseline)")):
         values = figures[name]
         print(f"steering, {label}: p50 {pct(values, 0.5):.1f} ms, p99 {pct(values, 0.99):.1f} ms, max {max(values):.1f} ms "
-              f"({len(values)} messages, model answers {args.delay * 1000:.0f} ms late)  [load {load()}]")
+              f"({len(values)} samples, model answers {args.delay * 1000:.0f} ms late)  [load {load()}]")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,8 @@ async def wait_for_end(server: Any, cid: str, lane: str) -> dict[str, Any]:
     while True:
         ends = await finished_events(server, cid)
         if lane in ends and "status" in ends[lane]:
-            return ends[lane]
+            # Listed again: the record is written before the event, so this listing has it.
+            return (await finished_events(server, cid))[lane]
         assert asyncio.get_running_loop().time() < deadline, f"the {lane} sub-agent never ended"
         await asyncio.sleep(0.05)
 
