@@ -27,6 +27,7 @@ export class ConversationView {
     this.options = options;
     this.status = null;
     this.errorReason = null;
+    this.statusReason = null;
     /** The seq of every stored event taken in, in order: what the page shows, once each. */
     this.seqs = [];
     this._queue = [];
@@ -179,7 +180,9 @@ export class ConversationView {
   take(item) {
     if (item.fullState) {
       const state = item.fullState;
+      this.statusReason = state.status_reason ?? null;
       this.setStatus(state.status);
+      this.showReason();
       if (state.usage) this.usageEl.textContent = usageText(state.usage);
       if (state.tree_usage) this.showTreeUsage(state.tree_usage);
       this.timeline.applySubagents(state.subagents);
@@ -189,7 +192,11 @@ export class ConversationView {
     this.timeline.apply(item);
     if (item.seq != null) this.seqs.push(item.seq);
     if (item.kind === "ConversationStateUpdateEvent") {
-      if (item.key === "status" && item.subagent_id == null) this.setStatus(item.value);
+      if (item.key === "status" && item.subagent_id == null) {
+        this.statusReason = item.reason ?? null;
+        this.setStatus(item.value);
+        this.showReason();
+      }
       if (item.key === "usage") this.applyUsage(item.subagent_id, item.value);
       if (item.key === "tree_usage" && item.subagent_id == null) this.showTreeUsage(item.value);
       if (item.key === "work_state" && item.subagent_id) this.timeline.cards.get(item.subagent_id)?.update({ work_state: item.value });
@@ -226,10 +233,13 @@ export class ConversationView {
   }
 
   showReason() {
-    const shown = this.status === "error" && Boolean(this.errorReason);
+    // An error's message; or why a run was paused when neither it nor a person chose it (a
+    // budget passed, the store stopped it): the status event's reason.
+    const reason = this.status === "error" ? this.errorReason : this.status === "paused" ? this.statusReason : null;
+    const shown = Boolean(reason);
     this.reasonEl.hidden = !shown;
-    this.reasonEl.textContent = shown ? clip(this.errorReason, REASON_LIMIT) : "";
-    this.reasonEl.title = shown ? this.errorReason : "";
+    this.reasonEl.textContent = shown ? clip(reason, REASON_LIMIT) : "";
+    this.reasonEl.title = shown ? reason : "";
   }
 
   /** A `usage` event: the conversation's (no sub-agent id) or one sub-agent's total so far. */

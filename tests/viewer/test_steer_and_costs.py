@@ -58,3 +58,17 @@ async def test_cards_show_their_own_and_subtree_cost_and_the_header_the_trees(br
             await expect(viewer.page.locator(".conversation-head .tree-usage")).to_have_text(f"tree: 6 calls · {tree}")
             await expect(viewer.usage()).to_contain_text(own)
             assert viewer.problems == []
+
+
+async def test_a_root_paused_by_its_budget_says_which_beside_its_status(browser: Browser, tmp_path: Path) -> None:
+    script = {"lanes": [{"name": "main", "turns": [
+        {"tool_calls": [{"name": "think", "arguments": {"thought": "one"}}], "usage": {"input_tokens": 1000, "output_tokens": 100}},
+        {"tool_calls": [{"name": "think", "arguments": {"thought": "two"}}], "usage": {"input_tokens": 1000, "output_tokens": 100}}]}]}
+    async with serve_app(create_mock_app(script)) as url:
+        async with open_viewer(browser, isolated_settings(tmp_path)) as viewer:
+            info = await create(viewer.server, agent={**openai_agent(url), "max_tokens": 1500}, initial_message="Go.")
+            await viewer.open(info["id"])
+            await viewer.wait_for_status("paused")
+            reason = viewer.page.locator(".conversation-head .reason")
+            await expect(reason).to_have_text("max_tokens budget passed: 2200 tokens used of 1500 tokens", timeout=WAIT_MS)
+            assert viewer.problems == []
