@@ -62,3 +62,17 @@ async def test_an_editor_prompting_a_child_session_steers_that_subagent(tmp_path
     sub = [b for b in bodies if user_texts(b)[:1] == [SUB_PROMPT]]
     assert user_texts(sub[1])[-1] == STEER
     assert all(STEER not in json.dumps(b) for b in bodies if user_texts(b)[:1] == ["Main work."])
+
+
+async def test_a_root_past_its_token_budget_ends_the_prompt_max_tokens(tmp_path: Path) -> None:
+    usage = {"input_tokens": 1000, "output_tokens": 100}
+    script = {"lanes": [{"name": "main", "turns": [
+        {"tool_calls": [{"name": "think", "arguments": {"thought": "one"}}], "usage": usage},
+        {"tool_calls": [{"name": "think", "arguments": {"thought": "two"}}], "usage": usage}]}]}
+    async with serve_app(create_mock_app(script)) as url:
+        agent = {"kind": "native", "llm": {"api": "openai", "model": MODEL, "base_url": f"{url}/v1", "api_key": "k"},
+                 "max_tokens": 1500}
+        steps = [{"op": "initialize"}, {"op": "new", "cwd": str(tmp_path / "project"), "meta": {"taskwire": {"agent": agent}}},
+                 {"op": "prompt", "text": "Go."}]
+        transcript = await drive(steps, env=embedded_env(tmp_path, "unused"), folder=tmp_path)
+    assert transcript.result(2)["stopReason"] == "max_tokens"
