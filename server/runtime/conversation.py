@@ -9,6 +9,9 @@ A change that takes several writes (a status: its row, then its event; a sub-age
 end) runs whole, as the store's own (``Store.own``), after this conversation's previous ones:
 a run cancelled in the middle of one leaves the row and the stream agreeing, and its clean-up
 (``paused``, closed tool calls) is written after it.
+
+Two mixins keep the class small: ``spending.py`` (usage, subtree totals, budgets) and
+``subagent_hosts.py`` (starting and finishing sub-agents).
 """
 
 from __future__ import annotations
@@ -19,17 +22,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, Sequence, TypeVar
 
-from ..events import (
-    ConversationStateUpdateEvent,
-    Event,
-    PermissionOption,
-    SubagentFinishedEvent,
-    SubagentStartedEvent,
-    Usage,
-)
-from taskwire_client.ids import new_id
+from ..events import ConversationStateUpdateEvent, Event, PermissionOption
 from ..permissions.policy import Approval, agent_approval
-from .forwarding import RecordSink, TopicPublisher, forwarder, stamp
+from .forwarding import RecordSink, TopicPublisher, stamp
 from .history import HISTORY_EVENTS
 from .permissions import PermissionResolution, TreePermissions
 from .spending import Spending
