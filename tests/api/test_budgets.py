@@ -258,3 +258,26 @@ async def test_a_roots_budget_counts_what_its_tree_spent_before_it_was_loaded(tm
         answers = [e["content"] for e in await all_events(server, cid, kind="MessageEvent", source="agent")]
         assert answers == ["first answer"]  # the answer that passed it was never recorded as said
         assert info["usage"]["llm_calls"] == 2  # but its tokens were
+
+
+async def test_a_subagent_past_its_max_seconds_stops_mid_call_and_its_sibling_goes_on(tmp_path: Path) -> None:
+    """The clock stops a sub-agent whose command never ends: the command's call, which ran, is
+    closed ``failed``; the parent reads why; the sibling finishes its work afterwards."""
+    workspace = tmp_path / "project"
+    bounded_type(workspace, max_seconds=1)
+    never, sibling_gate = tmp_path / "never", tmp_path / "sibling-gate"
+    turns = [turn({"name": "terminal", "arguments": {"command": gate_command(never)}}), finish("bounded done")]
+    async with gated_tree(tmp_path, two_task_script(turns, sibling_gate), forward_subagent_events=True) as tree:
+        server = tree.server
+        cid = (await create(server, agent=tree.agent(), initial_message="Main work.", workspace=str(workspace)))["id"]
+        bounded = await wait_for_end(server, cid, "bounded")
+        assert bounded["status"] == "error" and bounded["stop_reason"] == "max_seconds"
+        assert bounded["budget"]["max"] == 1 and bounded["budget"]["used"] >= 1
+        events = await all_events(server, cid, subagent_id=bounded["entry"]["subagent_id"])
+        closed = [(e["status"], e["is_error"]) for e in events if e["kind"] == "ObservationEvent"]
+        assert closed == [("failed", True)]
+        assert (await finished_events(server, cid))["sibling"]["entry"]["status"] == "running"
+        sibling_gate.touch()
+        assert (await wait_for_status(server.client, cid, {"finished", "error", "paused"}))["status"] == "finished"
+        assert (await finished_events(server, cid))["sibling"]["status"] == "completed"
+        never.touch()
