@@ -178,10 +178,15 @@ class ACPBackend:
                 await self.discard_session()
             raise error
         usage = turn_usage(session.last_prompt_result)
+        cost = self._mapper.turn_cost()
         if usage is not None:
-            # Priced by the table, when the agent named its model (its own running cost comes
-            # in usage_update notifications this bridge does not read).
-            await host.add_usage(usage, LLMCall(model=turn_model(session.last_prompt_result)))
+            call = LLMCall(model=turn_model(session.last_prompt_result))
+            if cost is not None:
+                # The agent's own figure wins: it covers the whole turn, its sub-agents' calls
+                # included (they report tokens only, so theirs count as unpriced).
+                usage = usage.with_cost(cost)
+                call = call.model_copy(update={"cost_source": "backend", "reported_cost_usd": cost})
+            await host.add_usage(usage, call)
         await self.apply(host, self._children.end_turn())
         end = self._mapper.end_turn()
         await self.apply(host, end.actions)
