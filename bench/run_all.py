@@ -25,6 +25,7 @@ FULL = [
     ["permissions.py"],
     ["acp_peer_permissions.py"],
     ["many.py"],
+    ["steer_price.py"],
 ]
 QUICK = [
     ["store.py", "--sizes", "10000,100000"],
@@ -38,6 +39,7 @@ QUICK = [
     ["permissions.py", "--calls", "50"],
     ["acp_peer_permissions.py", "--calls", "50"],
     ["many.py", "--sizes", "10,100", "--replica-sizes", "100", "--steps", "5"],
+    ["steer_price.py", "--calls", "60", "--rounds", "1", "--steers", "10"],
 ]
 
 

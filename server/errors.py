@@ -10,7 +10,9 @@ Our exception hierarchy::
     │   └── PermissionNotFound
     ├── Conflict                      409
     │   ├── ConversationRunning
-    │   └── PermissionResolved
+    │   ├── PermissionResolved
+    │   ├── SubagentNotRunning
+    │   └── SubagentNotSteerable
     ├── BadRequest                    400
     │   ├── InvalidPageId
     │   ├── InvalidWorkspace
@@ -96,6 +98,18 @@ class PermissionResolved(Conflict):
     """The request already has its answer (the first one wins), or ended without one."""
 
     code = "permission_resolved"
+
+
+class SubagentNotRunning(Conflict):
+    """A message for a sub-agent that has ended (or whose run no longer takes messages)."""
+
+    code = "subagent_not_running"
+
+
+class SubagentNotSteerable(Conflict):
+    """A message for a running sub-agent whose backend cannot take one (the detail says why)."""
+
+    code = "subagent_not_steerable"
 
 
 class BadRequest(TaskwireError):

@@ -23,6 +23,11 @@ def _integral(value: Any) -> Any:
 
 
 
+def _number(value: Any) -> Any:
+    # strict pydantic takes no int for a float; JSON's 1 is as good as 1.0 here.
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 def _no_nul(value: str) -> str:
     if "\x00" in value:
         raise ValueError("must not hold a NUL character (a process cannot be given one)")
@@ -41,6 +46,19 @@ _NAMES_CHECKED: dict[str, Any] = {"additionalProperties": False}
 class _Spec(BaseModel):
     # strict: JSON as written (no 0 for false, no "5" for 5), as the schema says.
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, strict=True)
+
+
+class _Budgets(_Spec):
+    """Limits the agent cannot pass (docs/subagents.md, "Budgets"): ``max_cost_usd``,
+    ``max_tokens`` and ``max_seconds`` cover the agent and every sub-agent below it; a budget its
+    backend cannot be held to is refused (400 ``budget_not_checkable``)."""
+
+    max_cost_usd: Annotated[float, Field(gt=0), BeforeValidator(_number)] | None = None
+    """US dollars the agent and its sub-agents may spend (priced as ``usage.cost_usd`` is)."""
+    max_tokens: Annotated[int, Field(ge=1), BeforeValidator(_integral)] | None = None
+    """Tokens (input, output, cache reads and writes) the agent and its sub-agents may use."""
+    max_seconds: Annotated[float, Field(gt=0), BeforeValidator(_number)] | None = None
+    """Seconds a run of the agent may take (a sub-agent: from its start), its sub-agents' included."""
 
 
 class LLMSpec(_Spec):
@@ -66,7 +84,7 @@ class LLMSpec(_Spec):
     call a provider sets its cap); default ``OH_LLM_MAX_CONCURRENCY``."""
 
 
-class NativeAgentSpec(_Spec):
+class NativeAgentSpec(_Budgets):
     """taskwire's own LLM loop with tools."""
 
     kind: Literal["native"] = "native"
@@ -81,7 +99,7 @@ class NativeAgentSpec(_Spec):
     Its sub-agents inherit it and their types may only add to it (docs/permissions.md)."""
 
 
-class ACPAgentSpec(_Spec):
+class ACPAgentSpec(_Budgets):
     """An external agent spoken to over the Agent Client Protocol (e.g. Claude Code)."""
 
     kind: Literal["acp"]
@@ -105,6 +123,8 @@ class ACPAgentSpec(_Spec):
     subagent_text: bool = True
     """Ask the agent for its sub-agents' text (claude-agent-acp's ``forwardSubagentText``); it
     lands in the sub-agents' own streams, never in the parent's message."""
+    max_iterations: Annotated[int, Field(ge=1), BeforeValidator(_integral)] | None = None
+    """Refused (400 ``budget_not_checkable``): an ACP agent does not report its model calls."""
     subagent_sessions: Literal["auto", "off"] = "auto"
     """``auto``: declare the subagents RFD's ``clientCapabilities.subagents`` in ``initialize``;
     an agent that then serves its sub-agents as child sessions gets each one mapped onto a
@@ -115,7 +135,7 @@ class ACPAgentSpec(_Spec):
 ClaudePermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
 
 
-class ClaudeSDKAgentSpec(_Spec):
+class ClaudeSDKAgentSpec(_Budgets):
     """Claude Code driven through the ``claude-agent-sdk`` package (see docs/claude-sdk.md)."""
 
     kind: Literal["claude_sdk"]
@@ -137,6 +157,8 @@ class ClaudeSDKAgentSpec(_Spec):
     system_prompt: str | None = None
     """Replaces Claude Code's system prompt."""
     max_turns: Annotated[int, Field(ge=1), BeforeValidator(_integral)] | None = None
+    max_iterations: Annotated[int, Field(ge=1), BeforeValidator(_integral)] | None = None
+    """Refused (400 ``budget_not_checkable``): Claude Code counts its own turns (``max_turns``)."""
     subagent_text: bool = True
     """Ask Claude Code for its sub-agents' text too (the SDK's ``forward_subagent_text``), not only
     their tool calls; it lands in the sub-agents' own streams, never in the parent's message."""
@@ -147,7 +169,7 @@ class ClaudeSDKAgentSpec(_Spec):
     starting Claude Code: each prompt plays the transcript's next turn. For demos and tests."""
 
 
-class OpenHandsAgentSpec(_Spec):
+class OpenHandsAgentSpec(_Budgets):
     """OpenHands' own ``Agent`` (openhands-sdk 1.58.2) with its ``task`` sub-agents, run by
     taskwire's driver in ``OH_OPENHANDS_PYTHON`` (see docs/openhands.md)."""
 

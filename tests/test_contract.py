@@ -22,7 +22,7 @@ EVENT_FIELDS = {
     "StreamingDeltaEvent": {"content", "channel"},
     "ConversationStateUpdateEvent": {"key", "value", "reason"},
     "SubagentStartedEvent": {"subagent_type", "description", "parent_subagent_id", "label", "cwd"},
-    "SubagentFinishedEvent": {"status", "result", "usage"},
+    "SubagentFinishedEvent": {"status", "result", "usage", "stop_reason", "budget"},
     "ACPToolCallEvent": {"tool_call_id", "title", "status", "tool_kind", "raw_input", "raw_output", "content", "is_error"},
     "PermissionRequestEvent": {"request_id", "tool_call_id", "tool_name", "title", "arguments", "options", "reason"},
     "PermissionResolvedEvent": {"request_id", "tool_call_id", "outcome", "option_id", "reason", "answered_by"},

@@ -146,6 +146,9 @@ class SessionMapper:
         self._text = _Text()
         self._incomplete: list[str] = []
         self._stopping: CloseReason | None = None
+        self._cost_total: float | None = None
+        """The session's running cost as the agent last reported it (``usage_update`` ``cost``)."""
+        self._cost_counted = 0.0
 
     # -- input ------------------------------------------------------------------------------
 
@@ -157,9 +160,29 @@ class SessionMapper:
             return self._tool_call(call_id, update) if isinstance(call_id, str) and call_id else []
         if kind in ("agent_message_chunk", "agent_thought_chunk"):
             return self._chunk(update, "text" if kind == "agent_message_chunk" else "thought")
+        if kind == "usage_update":
+            self._see_cost(update.get("cost"))
         # user_message_chunk (our own prompt echoed), plans, modes, usage_update (context
-        # size, not tokens billed), commands, titles: nothing of the conversation's record.
+        # size, not tokens billed; its cost is kept for the turn's end), commands, titles:
+        # nothing of the conversation's record.
         return []
+
+    def _see_cost(self, cost: Any) -> None:
+        amount = cost.get("amount") if isinstance(cost, dict) else None
+        if isinstance(cost, dict) and cost.get("currency", "USD") == "USD" and isinstance(amount, (int, float)) \
+                and not isinstance(amount, bool) and amount >= 0:
+            self._cost_total = float(amount)
+
+    def turn_cost(self) -> float | None:
+        """What the turn cost by the agent's own figure (claude-agent-acp sends Claude Code's
+        running session total in ``usage_update``): the rise since the last turn's end, or
+        ``None`` when the agent reported no cost."""
+        total = self._cost_total
+        if total is None:
+            return None
+        cost = round(total - self._cost_counted, 12) if total >= self._cost_counted else total  # a reset session
+        self._cost_counted = total
+        return cost
 
     def receive_permission_request(self, params: dict[str, Any]) -> list[Action]:
         """A ``session/request_permission`` request: its ``toolCall`` may announce or refine a
@@ -344,4 +367,15 @@ def turn_usage(result: Any) -> Usage | None:
         input_tokens=count("inputTokens"),
         output_tokens=count("outputTokens"),
         cache_read_tokens=count("cachedReadTokens"),
+        cache_write_tokens=count("cachedWriteTokens"),
     )
+
+
+def turn_model(result: Any) -> str | None:
+    """The model that answered a turn, when the agent names exactly one (claude-agent-acp's
+    ``_meta.quota.model_usage``): what the turn's tokens are priced by."""
+    meta = result.get("_meta") if isinstance(result, dict) else None
+    quota = meta.get("quota") if isinstance(meta, dict) else None
+    models = quota.get("model_usage") if isinstance(quota, dict) else None
+    names = {m.get("model") for m in models if isinstance(m, dict)} if isinstance(models, list) else set()
+    return names.pop() if len(names) == 1 and isinstance(next(iter(names)), str) else None

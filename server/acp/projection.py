@@ -318,7 +318,7 @@ class ACPProjection:
             return []
         outputs: list[Output] = [*self.close_open(CLOSE_REASONS[value])]
         error, code = self._error or (None, None)
-        outputs.append(RunEnded(int(event.get("seq") or 0), value, error, code))
+        outputs.append(RunEnded(int(event.get("seq") or 0), value, error, code, event.get("reason")))
         self._error, self._resumed, self._finishing = None, False, set()
         for lane in self._lanes.values():
             lane.ended()

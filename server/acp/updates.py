@@ -33,6 +33,9 @@ class RunEnded:
     error: str | None = None
     """The reason of an ``error`` end (the run's last ``AgentErrorEvent``)."""
     code: str | None = None
+    reason: str | None = None
+    """Why a ``paused`` end came, when neither a person nor the run chose it (its status event's
+    ``reason``: a budget passed, ``max_tokens budget passed: ...``)."""
 
 
 @dataclass(frozen=True, slots=True)

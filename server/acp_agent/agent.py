@@ -163,8 +163,11 @@ class TaskwireAgent:
 
     @translated
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        if session_id not in self._sessions and (self._owner_of(session_id) is not None
-                                                 or not (await self.conversations.info(session_id)).is_root):
+        owner = self._owner_of(session_id) if session_id not in self._sessions else None
+        if owner is not None:
+            # A prompt on a child session: a person writing to that sub-agent while it works.
+            return await owner.steer_child(session_id, prompt_text(prompt))
+        if session_id not in self._sessions and not (await self.conversations.info(session_id)).is_root:
             raise BadRequest(f"{session_id!r} is a sub-agent's child session; prompt its root session",
                              code="subagent_conversation")
         return await self._session(session_id).prompt(prompt_text(prompt))

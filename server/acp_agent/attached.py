@@ -72,6 +72,9 @@ class AttachedConversations:
     async def cancel_subagent(self, conversation_id: str, subagent_id: str) -> None:
         await _translated(self.client.cancel_subagent(conversation_id, subagent_id))
 
+    async def steer_subagent(self, conversation_id: str, subagent_id: str, text: str) -> None:
+        await _translated(self.client.steer_subagent(conversation_id, subagent_id, text))
+
     async def permissions(self, conversation_id: str) -> list[dict[str, Any]]:
         return await self._read(lambda: self.client.permissions(conversation_id))
 

@@ -68,6 +68,11 @@ class Conversations(Protocol):
         """Cancel one sub-agent of the tree (and those below it); its parent goes on."""
         ...
 
+    async def steer_subagent(self, conversation_id: str, subagent_id: str, text: str) -> None:
+        """Hand a person's message to one running sub-agent of the tree, read before its next
+        model call (``Conflict`` ``subagent_not_running`` / ``subagent_not_steerable``)."""
+        ...
+
     async def permissions(self, conversation_id: str) -> list[dict[str, Any]]:
         """The tree's permission requests still waiting, as ``GET .../permissions`` lists them."""
         ...

@@ -73,6 +73,9 @@ class EmbeddedConversations:
     async def cancel_subagent(self, conversation_id: str, subagent_id: str) -> None:
         await self.runtime.cancel_subagent(conversation_id, subagent_id)
 
+    async def steer_subagent(self, conversation_id: str, subagent_id: str, text: str) -> None:
+        await self.runtime.steer_subagent(conversation_id, subagent_id, text)
+
     async def permissions(self, conversation_id: str) -> list[dict[str, Any]]:
         return await self.runtime.permissions(conversation_id)
 

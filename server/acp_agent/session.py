@@ -172,6 +172,16 @@ class AgentSession:
         except TaskwireError as exc:
             log.warning("session %s: could not cancel child %s: %s", self.id, child_id, exc.detail)
 
+    async def steer_child(self, child_id: str, text: str) -> PromptResponse:
+        """``session/prompt`` naming a child: the text goes to that sub-agent as a person's
+        message, read before its next model call (``POST .../subagents/{id}/messages``). The
+        answer comes once it has the message (``end_turn``); what the sub-agent does with it
+        streams on its child session as before. One that has ended, or whose agent takes no
+        message, is a JSON-RPC error with the reason (``data.code`` ``subagent_not_running`` /
+        ``subagent_not_steerable``)."""
+        await self.conversations.steer_subagent(self.id, child_id, text)
+        return PromptResponse(stop_reason="end_turn")
+
     async def close(self) -> None:
         """Stop following (the conversation itself goes on, or stops with the host)."""
         if self._feed is not None:
@@ -186,7 +196,7 @@ class AgentSession:
     async def prompt(self, text: str) -> PromptResponse:
         """Run one turn to its end. ``end_turn`` when the run finished, ``cancelled`` after
         ``session/cancel`` (or when the run was stopped elsewhere), ``max_turn_requests`` when
-        it ran out of iterations; a run that failed is a JSON-RPC error with its reason."""
+        it ran out of iterations, ``max_tokens`` when its tree passed its ``max_tokens`` budget; a run that failed is a JSON-RPC error with its reason."""
         if self._turn is not None:
             raise RequestError.invalid_request({"detail": "a prompt is already running in this session"})
         if self._failure is not None:
@@ -212,6 +222,8 @@ class AgentSession:
         except TaskwireError as exc:  # the turn is over whatever its tokens were
             log.warning("session %s: the turn's usage could not be read: %s", self.id, exc.detail)
             usage = None
+        if not turn.cancel_requested and ended.status == "paused" and (ended.reason or "").startswith("max_tokens "):
+            return PromptResponse(stop_reason="max_tokens", usage=usage)  # the tree's token budget passed
         if turn.cancel_requested or ended.status == "paused":
             return PromptResponse(stop_reason="cancelled", usage=usage)
         if ended.status == "finished":

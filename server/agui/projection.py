@@ -52,7 +52,7 @@ class AguiProjection:
         *,
         after_seq: int = 0,
         subagents: Iterable[SubagentInfo] = (),
-        root_usage: Mapping[str, int] | None = None,
+        root_usage: Mapping[str, Any] | None = None,
         run_id: str | None = None,
         sent_message: str | None = None,
         answering: Iterable[str] = (),
@@ -74,7 +74,7 @@ class AguiProjection:
         self.thread_id = thread_id
         self._cursor = after_seq
         self._subagents = SubagentTracker({s.subagent_id: s for s in subagents})
-        self._root_usage: dict[str, int] | None = dict(root_usage) if root_usage is not None else None
+        self._root_usage: dict[str, Any] | None = dict(root_usage) if root_usage is not None else None
         self._next_run_id = run_id
         self._sent_message = sent_message
         self._lanes: dict[str | None, Lane] = {}
@@ -84,8 +84,8 @@ class AguiProjection:
         """Permission requests seen and not resolved, by ``request_id``: what an interrupt offers."""
         # The current run.
         self._run_id: str | None = None
-        self._run_base: dict[str, int] | None = None
-        self._run_subagent_usage: dict[str, dict[str, int]] = {}
+        self._run_base: dict[str, Any] | None = None
+        self._run_subagent_usage: dict[str, dict[str, Any]] = {}
         self._result: str | None = None
         self._error: tuple[str, str | None] | None = None
         self.runs_ended = 0
@@ -210,6 +210,9 @@ class AguiProjection:
                 end["result"] = self._result
         if usage is not None:
             end["usage"] = [usage]
+            cost = self._run_cost()
+            if cost is not None:  # AG-UI's usage holds counts only: the cost rides in metadata
+                end["metadata"] = {"taskwire": cost}
         out.append(end)
         self._run_id = None
         self._lanes = {}
@@ -220,20 +223,37 @@ class AguiProjection:
         base, now = self._run_base, self._root_usage
         if base is None or now is None:
             return None
-        keys = ("input_tokens", "output_tokens", "cache_read_tokens", "llm_calls")
-        counts = {key: max(0, now.get(key, 0) - base.get(key, 0)) for key in keys}
+        keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "llm_calls")
+        counts = {key: max(0, int(now.get(key, 0) or 0) - int(base.get(key, 0) or 0)) for key in keys}
         for usage in self._run_subagent_usage.values():
             for key in keys:
                 counts[key] += max(0, int(usage.get(key, 0) or 0))
         if not any(counts.values()):
             return None
-        prompt = counts["input_tokens"] + counts["cache_read_tokens"]
-        return {
+        prompt = counts["input_tokens"] + counts["cache_read_tokens"] + counts["cache_write_tokens"]
+        entry = {
             "inputTokens": prompt,
             "outputTokens": counts["output_tokens"],
             "totalTokens": prompt + counts["output_tokens"],
             "cachedInputTokens": counts["cache_read_tokens"],
         }
+        if counts["cache_write_tokens"]:
+            entry["cacheWriteInputTokens"] = counts["cache_write_tokens"]
+        return entry
+
+    def _run_cost(self) -> dict[str, Any] | None:
+        """What the run's priced calls cost (``cost_usd``) and how many had no price, or ``None``
+        when none was priced."""
+        base, now = self._run_base or {}, self._root_usage or {}
+        parts = [(now.get("cost_usd"), base.get("cost_usd"), now.get("unpriced_calls", 0), base.get("unpriced_calls", 0))]
+        parts += [(u.get("cost_usd"), None, u.get("unpriced_calls", 0), 0) for u in self._run_subagent_usage.values()]
+        cost: float | None = None
+        unpriced = 0
+        for spent, before, missing, missing_before in parts:
+            unpriced += max(0, int(missing or 0) - int(missing_before or 0))
+            if isinstance(spent, (int, float)):
+                cost = round((cost or 0.0) + spent - (before if isinstance(before, (int, float)) else 0.0), 12)
+        return None if cost is None else {"cost_usd": cost, "unpriced_calls": unpriced}
 
     # -- lanes ----------------------------------------------------------------------------
 

@@ -69,6 +69,12 @@ class TaskwireCollector(Collector):
         yield _labelled(CounterMetricFamily, "taskwire_subagents", "Sub-agents ended, by status.", ["status"], counts.subagents)
         yield GaugeMetricFamily("taskwire_subagents_running", "Sub-agents running now.", value=counts.subagents_running)
         yield _labelled(CounterMetricFamily, "taskwire_llm_requests", "LLM requests answered, by model.", ["model"], counts.llm_requests)
+        yield _labelled(CounterMetricFamily, "taskwire_llm_cost_usd",
+                        "US dollars LLM calls cost (the backend's own figure, else the price table's), by agent type "
+                        "(main, or the sub-agent's type).", ["agent_type"], counts.llm_cost_usd)
+        yield _labelled(CounterMetricFamily, "taskwire_llm_unpriced_requests",
+                        "LLM calls whose price is unknown (a model the price table does not list), by agent type.",
+                        ["agent_type"], counts.llm_unpriced)
         tokens = CounterMetricFamily("taskwire_llm_tokens", "LLM tokens, by model and type.", labels=["model", "type"])
         for (model, kind), value in sorted(counts.llm_tokens.items()):
             tokens.add_metric([model, kind], value)

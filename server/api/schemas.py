@@ -52,6 +52,15 @@ class SendMessage(BaseModel):
     run: bool = True
 
 
+class SteerMessage(BaseModel):
+    """``POST /api/conversations/{id}/subagents/{subagent_id}/messages``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    content: str = Field(min_length=1)
+    """The message, as the sub-agent's model reads it (a user message)."""
+
+
 class ConversationInfo(BaseModel):
     """A conversation as the API shows it."""
 

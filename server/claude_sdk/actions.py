@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..events import Event, Usage
+from ..events import Event, LLMCall, Usage
 
 Lane = str | None
 """``None`` for the main agent, else the spawning call's ``tool_use`` id."""
@@ -32,6 +32,9 @@ class CountUsage:
 
     lane: Lane
     usage: Usage
+    call: LLMCall | None = None
+    """The model that answered and where ``usage.cost_usd`` came from (Claude Code's own report
+    for the main agent's turns, the price table for a sub-agent's)."""
 
 
 @dataclass(frozen=True, slots=True)

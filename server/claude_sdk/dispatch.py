@@ -42,10 +42,11 @@ from claude_agent_sdk import (
 
 from .actions import ROOT, Action, CountUsage, Emit, Lane, TurnEnded
 from .lanes import LaneState, StreamBlock
-from .results import answers_prompt, result_usage
+from .results import answers_prompt, result_usage, turn_cost
 from .tool_calls import ToolCall, result_text
 from ..events.closing import closing_text
-from ..events import MessageEvent, StreamingDeltaEvent, SubagentFinishedEvent, SubagentStartedEvent
+from ..events import LLMCall, MessageEvent, StreamingDeltaEvent, SubagentFinishedEvent, SubagentStartedEvent
+from ..pricing import priced_call
 from taskwire_client.events import SubagentStatus
 
 # Claude Code's task and Agent-result statuses, as a taskwire sub-agent's outcome.
@@ -71,6 +72,11 @@ class ClaudeDispatcher:
         """An interrupted turn's output is still arriving; the main agent's is ignored until its result."""
         self.ignored = 0
         """Messages that implied nothing (stale, unknown call, finished lane), for diagnostics."""
+        self._reported_total = 0.0
+        """Claude Code's running cost total at the last result (``total_cost_usd``)."""
+        self._subagent_cost = 0.0
+        """What sub-agents' usage counted since the last result cost by the price table: the part
+        of Claude Code's next reported cost that is theirs, not the main agent's."""
 
     # -- the driver's side ----------------------------------------------------------------
 
@@ -180,7 +186,7 @@ class ClaudeDispatcher:
         if kind == "message_start":
             message = event.get("message") or {}
             lane.stream_message = message.get("id") or "unnamed"
-            lane.meter.record(lane.stream_message, message.get("usage"))
+            lane.meter.record(lane.stream_message, message.get("usage"), message.get("model"))
         elif kind == "content_block_start":
             self._block_start(lane, event, out)
         elif kind == "content_block_delta":
@@ -225,7 +231,7 @@ class ClaudeDispatcher:
     # -- complete messages -----------------------------------------------------------------
 
     def _assistant(self, lane: LaneState, message: AssistantMessage, out: list[Action]) -> None:
-        lane.meter.record(message.message_id, message.usage)
+        lane.meter.record(message.message_id, message.usage, message.model)
         for block in message.content:
             if isinstance(block, TextBlock) and block.text:
                 lane.last_text = block.text
@@ -337,9 +343,11 @@ class ClaudeDispatcher:
                 self._finish_lane(child, "cancelled", "ended with the sub-agent that spawned it", out)
         self._close_calls(lane.id, out, interrupted=status == "cancelled")
         lane.finished = True
-        usage = lane.meter.total()
+        # Claude Code reports no cost per sub-agent: its tokens are priced by the table.
+        usage, call = priced_call(lane.meter.total(), LLMCall(model=lane.meter.model, provider="anthropic"))
         if usage.llm_calls:
-            out.append(CountUsage(lane.id, usage))
+            self._subagent_cost += usage.cost_usd or 0
+            out.append(CountUsage(lane.id, usage, call))
         out.append(Emit(lane.id, SubagentFinishedEvent(status=status, result=result, usage=usage)))  # type: ignore[arg-type]
 
     def _close_calls(self, lane_id: Lane, out: list[Action], *, interrupted: bool) -> list[ToolCall]:
@@ -363,8 +371,18 @@ class ClaudeDispatcher:
         root = self._lanes[ROOT]
         usage = result_usage(message.usage, root.meter.calls) or root.meter.total()
         root.meter.reset()
+        call = LLMCall(model=root.meter.model, provider="anthropic")
+        cost = turn_cost(message.total_cost_usd, self._reported_total)
+        if cost is not None:
+            # Claude Code's own figure wins: the turn's cost, less what its sub-agents' share
+            # was counted as, is the main agent's; the tree's total is then Claude Code's.
+            self._reported_total = float(message.total_cost_usd)  # type: ignore[arg-type]
+            own = max(0.0, round(cost - self._subagent_cost, 12))
+            usage = usage.with_cost(own)
+            call = call.model_copy(update={"cost_source": "backend", "reported_cost_usd": cost})
+            self._subagent_cost = 0.0
         if usage.llm_calls or usage.input_tokens or usage.output_tokens:
-            out.append(CountUsage(ROOT, usage))
+            out.append(CountUsage(ROOT, usage, call))
         if self._prompt_id is None and self.draining:
             self.draining = False  # the interrupted turn's result: it is over
             return

@@ -28,12 +28,16 @@ class UsageMeter:
     message counts once, with the largest of each."""
 
     _FIELDS = {"input_tokens": "input_tokens", "output_tokens": "output_tokens",
-               "cache_read_input_tokens": "cache_read_tokens"}
+               "cache_read_input_tokens": "cache_read_tokens", "cache_creation_input_tokens": "cache_write_tokens"}
 
     def __init__(self) -> None:
         self._messages: dict[str, dict[str, int]] = {}
+        self.model: str | None = None
+        """The model that answered the latest message (what its tokens are priced by)."""
 
-    def record(self, message_id: str | None, usage: Any) -> None:
+    def record(self, message_id: str | None, usage: Any, model: Any = None) -> None:
+        if isinstance(model, str) and model:
+            self.model = model
         if not message_id or not isinstance(usage, dict):
             return
         seen = self._messages.setdefault(message_id, {})

@@ -166,10 +166,10 @@ class _Stream:
             tool_calls=calls,
             stop_reason=self.stop_reason,
             usage=Usage(
-                input_tokens=int(self.usage.get("input_tokens") or 0)
-                + int(self.usage.get("cache_creation_input_tokens") or 0),
+                input_tokens=int(self.usage.get("input_tokens") or 0),
                 output_tokens=int(self.usage.get("output_tokens") or 0),
                 cache_read_tokens=int(self.usage.get("cache_read_input_tokens") or 0),
+                cache_write_tokens=int(self.usage.get("cache_creation_input_tokens") or 0),  # priced apart
                 llm_calls=1,
             ),
         )

@@ -89,7 +89,7 @@ def _chars(content: Any) -> int:
 def _usage(step: ScriptStep) -> dict[str, int]:
     return {
         "input_tokens": step.usage.input_tokens,
-        "cache_creation_input_tokens": 0,
+        "cache_creation_input_tokens": step.usage.cache_write_tokens,
         "cache_read_input_tokens": step.usage.cache_read_tokens,
         "output_tokens": step.usage.output_tokens,
     }

@@ -33,6 +33,8 @@ class ScriptUsage(BaseModel):
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
     cache_read_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
+    """Sent as Anthropic's ``cache_creation_input_tokens`` (OpenAI's dialect has no such figure)."""
 
 
 class ScriptTurn(BaseModel):

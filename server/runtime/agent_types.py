@@ -5,7 +5,8 @@ name): built-ins in ``config/agents/``, bundled plugins in ``plugins/*/agents/``
 from ``OH_PLUGIN_DIRS``, then the project's ``<workspace>/.agents/agents/``.
 
 Front matter: ``name`` (default: the file's stem), ``description``, ``tools`` (a list or a
-comma-separated string; default all), ``model``, ``max_iterations``, ``approval`` (``never``,
+comma-separated string; default all), ``model``, ``max_iterations``, ``max_cost_usd``,
+``max_tokens``, ``max_seconds`` (budgets, docs/subagents.md), ``approval`` (``never``,
 ``always`` or tool names: added to the parent's policy, never taking from it), and ``agent`` (a
 backend spec such as ``{kind: acp, command: ..., args: [...]}`` for a type that runs an external
 agent). The body is the system prompt.
@@ -50,6 +51,8 @@ class SubagentType:
     """A backend spec (``kind: acp`` / ``claude_sdk``) for types that run an external agent."""
     approval: Approval = NEVER
     """What this type adds to its parent's approval policy."""
+    budget: dict[str, float] = field(default_factory=dict)
+    """Its budgets (``max_cost_usd``, ``max_tokens``, ``max_seconds``), over it and its own sub-agents."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def public(self) -> dict[str, Any]:
@@ -62,6 +65,7 @@ class SubagentType:
             "model": self.model,
             "backend": (self.agent or {}).get("kind", "native"),
             "approval": self.approval.spec(),
+            **self.budget,
         }
 
 
@@ -84,6 +88,7 @@ def parse_agent_file(path: Path, source: str) -> SubagentType:
         tools = [t.strip() for t in tools.split(",") if t.strip()]
     try:
         approval = parse_approval(meta.get("approval"))
+        budget = parse_budget(meta)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
     return SubagentType(
@@ -97,8 +102,28 @@ def parse_agent_file(path: Path, source: str) -> SubagentType:
         max_iterations=meta.get("max_iterations"),
         agent=meta.get("agent"),
         approval=approval,
-        extra={k: v for k, v in meta.items() if k not in {"name", "description", "tools", "model", "max_iterations", "agent", "approval"}},
+        budget=budget,
+        extra={k: v for k, v in meta.items() if k not in {"name", "description", "tools", "model", "max_iterations", "agent",
+                                                           "approval", *BUDGET_FIELDS}},
     )
+
+
+BUDGET_FIELDS = ("max_cost_usd", "max_tokens", "max_seconds")
+
+
+def parse_budget(meta: dict[str, Any]) -> dict[str, float]:
+    """A type's budgets from its front matter: positive numbers (``max_tokens`` whole)."""
+    budget: dict[str, float] = {}
+    for name in BUDGET_FIELDS:
+        value = meta.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError(f"{name} must be a positive number, not {value!r}")
+        if name == "max_tokens" and value != int(value):
+            raise ValueError(f"max_tokens must be a whole number, not {value!r}")
+        budget[name] = int(value) if name == "max_tokens" else value
+    return budget
 
 
 @lru_cache(maxsize=4096)

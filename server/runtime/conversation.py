@@ -9,6 +9,9 @@ A change that takes several writes (a status: its row, then its event; a sub-age
 end) runs whole, as the store's own (``Store.own``), after this conversation's previous ones:
 a run cancelled in the middle of one leaves the row and the stream agreeing, and its clean-up
 (``paused``, closed tool calls) is written after it.
+
+Two mixins keep the class small: ``spending.py`` (usage, subtree totals, budgets) and
+``subagent_hosts.py`` (starting and finishing sub-agents).
 """
 
 from __future__ import annotations
@@ -19,20 +22,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, Sequence, TypeVar
 
-from ..events import (
-    ConversationStateUpdateEvent,
-    Event,
-    LLMCall,
-    PermissionOption,
-    SubagentFinishedEvent,
-    SubagentStartedEvent,
-    Usage,
-)
-from taskwire_client.ids import new_id
+from ..events import ConversationStateUpdateEvent, Event, PermissionOption
 from ..permissions.policy import Approval, agent_approval
-from .forwarding import RecordSink, TopicPublisher, forwarder, stamp
+from .forwarding import RecordSink, TopicPublisher, stamp
 from .history import HISTORY_EVENTS
 from .permissions import PermissionResolution, TreePermissions
+from .spending import Spending
+from .subagent_hosts import SubagentHosts
 from .work_state import last_state
 from ..settings import Settings
 from ..store import ConversationRecord, Store
@@ -48,7 +44,7 @@ BackendFactory = Callable[["ConversationHost"], Awaitable["AgentBackend"]]
 T = TypeVar("T")
 
 
-class ConversationHost:
+class ConversationHost(Spending, SubagentHosts):
     """A conversation the runtime holds in memory while it may run. Implements ``AgentHost``."""
 
     def __init__(
@@ -84,6 +80,9 @@ class ConversationHost:
         """When a command last reached this conversation (the runtime unloads idle ones)."""
         self.stop_hook: Callable[[], Awaitable[None]] | None = None
         """How to cancel this sub-agent when a peer agent runs it (set by that backend)."""
+        self.steer_hook: Callable[[str], Awaitable[None]] | None = None
+        """How to hand a person's message to this sub-agent when a peer agent runs it (set by a
+        backend whose peer allows it; ``runtime/capabilities.py``)."""
         self.managed = False
         """A sub-agent run by the task manager (see ``start_subagent``)."""
         self.cancel_pending = False
@@ -100,6 +99,8 @@ class ConversationHost:
         """The tree's waiting permission requests, shared by every host of the tree."""
         self._known: list[Event] | None = [] if new_stream else None
         self._failures = store.health.failures  # a write failing since: the stream may lack what it holds
+        self._init_spending(new_stream)
+        self._inbox_open = True
 
     # -- identity -----------------------------------------------------------------------
 
@@ -208,19 +209,6 @@ class ConversationHost:
         """The last ``key`` state stored in this conversation's own stream (see ``AgentHost``)."""
         return await last_state(self._store, self.root_id, self.conversation_id, key)
 
-    async def add_usage(self, usage: Usage, call: LLMCall | None = None) -> None:
-        """Add one model call's usage to this conversation's, and tell subscribers the total
-        (and, under ``added``, what this call added)."""
-        await self.whole(self._record_usage(usage, call))
-
-    async def _record_usage(self, usage: Usage, call: LLMCall | None) -> None:
-        # A live host is its record's one writer (recovery writes only rows no host holds): ``held``.
-        total = self.record.usage + usage
-        self.record = await self._store.update_conversation(self.conversation_id, held=self.record, usage=total)
-        value = self.record.usage.model_dump()
-        value["added"] = usage.model_dump() | (call.model_dump(mode="json", exclude_none=True) if call else {})
-        await self.emit(ConversationStateUpdateEvent(key="usage", value=value), wait=False)
-
     async def whole(self, change: Coroutine[Any, Any, T]) -> T:
         """Run ``change`` (writes of this conversation that belong together) to its end as the
         store's own, after this conversation's earlier ones. A caller cancelled meanwhile
@@ -236,6 +224,15 @@ class ConversationHost:
 
     def deliver_user_message(self, content: str) -> None:
         self._inbox.append(content)
+
+    @property
+    def accepts_messages(self) -> bool:
+        """Whether a message delivered now is still taken by this run (its backend has not
+        returned): a sub-agent's inbox closes with its run, so nothing sent is left unread."""
+        return self._inbox_open
+
+    def close_inbox(self, is_open: bool = False) -> None:
+        self._inbox_open = is_open
 
     def take_user_messages(self) -> list[str]:
         taken, self._inbox = self._inbox, []
@@ -286,112 +283,3 @@ class ConversationHost:
         if self._backend is not None:
             await self._backend.close()
             self._backend = None
-
-    # -- sub-agents -----------------------------------------------------------------------
-
-    async def start_subagent(
-        self,
-        parent_tool_use_id: str,
-        *,
-        subagent_type: str,
-        description: str,
-        agent: dict[str, Any] | None = None,
-        managed: bool = False,
-        cwd: str | None = None,
-    ) -> ConversationHost:
-        """A child conversation for a sub-agent; ``managed``: taskwire's task manager runs it
-        (so it can be cancelled even before its run task exists), not a peer agent; ``cwd``: the
-        folder a peer's sub-agent works in, when it is not the parent's."""
-        record = ConversationRecord(
-            id=new_id(),
-            root_id=self.root_id,
-            parent_id=self.conversation_id,
-            parent_tool_use_id=parent_tool_use_id,
-            subagent_type=subagent_type,
-            description=description,
-            agent=agent if agent is not None else self.record.agent,
-            workspace=str(self.workspace),
-            status="idle",
-            subagent_status="running",
-            label=self.next_child_label(),
-        )
-        child = ConversationHost(
-            record,
-            store=self._store,
-            settings=self.settings,
-            publisher=self._publisher,
-            sink=forwarder(self._publisher, self.settings.forward_subagent_events),
-            backend_factory=self._backend_factory,
-            parent=self,
-            new_stream=managed,  # a peer's sub-agent never builds a backend: nothing to keep for
-        )
-        child.managed = managed
-        # Findable (and so cancellable) from the moment its row can be read.
-        self.children[record.id] = child
-        started = False
-
-        async def start() -> None:
-            nonlocal started
-            await self._store.create_conversation(record)
-            await child.emit(
-                SubagentStartedEvent(
-                    subagent_type=subagent_type,
-                    description=description,
-                    cwd=cwd,
-                    parent_subagent_id=self.conversation_id if self.is_subagent else None,
-                    label=record.label,
-                )
-            )
-            started = True
-
-        try:
-            await child.whole(start())
-        except asyncio.CancelledError:
-            if started:  # started whole before the cancel landed: end it too
-                await self.finish_subagent(child, status="cancelled", result="cancelled before it ran")
-            else:
-                self.children.pop(record.id, None)
-            raise
-        except BaseException:
-            self.children.pop(record.id, None)
-            raise
-        return child
-
-    async def finish_subagent(
-        self, child: ConversationHost, *, status: str, result: str, usage: Usage | None = None
-    ) -> None:
-        async def finish() -> None:
-            await self._store.flush()  # as in set_status: the row never runs ahead of the stream
-            child.record = await self._store.update_conversation(
-                child.conversation_id, held=child.record, subagent_status=status, result=result
-            )
-            await child.emit(
-                SubagentFinishedEvent(
-                    status=status,  # type: ignore[arg-type]
-                    result=result,
-                    usage=usage if usage is not None else child.record.usage,
-                )
-            )
-
-        try:
-            await child.whole(finish())
-        finally:
-            await child.close()
-            self.children.pop(child.conversation_id, None)
-
-    def subagent_slots(self, limit: int) -> asyncio.Semaphore:
-        """Bounds how many sub-agents of this conversation run at once."""
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(limit)
-        return self._slots
-
-    def find(self, conversation_id: str) -> ConversationHost | None:
-        """This conversation or a live descendant with that id."""
-        if conversation_id == self.conversation_id:
-            return self
-        for child in self.children.values():
-            found = child.find(conversation_id)
-            if found is not None:
-                return found
-        return None
-

@@ -20,6 +20,7 @@ from taskwire_client.ids import new_id
 from ..llm import ModelHTTP, ProviderGates
 from .answering import PermissionCommands
 from .backends import build_backend
+from .budgets import check_budgets
 from .conversation import ConversationHost
 from .forwarding import TopicPublisher
 from .ownership import Ownership, owned
@@ -146,6 +147,7 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
                 "with openhands-sdk 1.58.2 (`make openhands` builds .venv-openhands/bin/python)",
                 code="openhands_unavailable",
             )
+        check_budgets(agent, self.settings)
         conversation_id = conversation_id or new_id()
         folder = prepare_workspace(self.settings, workspace, conversation_id, confined=confined)
         record = ConversationRecord(id=conversation_id, root_id=conversation_id, agent=agent, workspace=str(folder))
@@ -312,5 +314,6 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
             "last_seq": await self.store.last_seq(record.root_id),
             "subagents": await self.subagents(conversation_id),
             "usage": record.usage.model_dump(),
+            "tree_usage": (await self.tree_usage(record)).model_dump(),
             **await self.pending_state(record),
         }

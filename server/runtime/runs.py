@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import BackendError, ConversationRunning, StoreUnavailable
 from ..events import AgentErrorEvent
+from .budgets import BudgetExceeded
 from .ownership import owned
 from .requests_first import RequestsFirst
 from .store_faults import FENCED, StrandedRuns, store_reason
@@ -82,10 +83,14 @@ class RunCommands:
         Whatever ends the run, cancellation included, and wherever it lands, the last thing
         recorded is its final status (``finished``, ``paused``, ``error``)."""
         host.clear_pause()
-        outcome = "paused"  # a run cut short (interrupted, cancelled) ends paused
+        host.close_inbox(is_open=True)
+        if not host.is_subagent:
+            host.budget_stop = None  # a new run of a root: its budgets are checked afresh
+        outcome = "paused"  # a run cut short (interrupted, cancelled, stopped by a budget) ends paused
         reason = None
         try:
             status_event_id = await host.set_status("running")
+            host.start_clock()
             self._bind_log_context(host, status_event_id)
             log.info("run started")
             if started is not None:
@@ -95,10 +100,13 @@ class RunCommands:
             await self.requests_first.step()
             backend = await host.backend()
             answer = await backend.run(host)
+            host.close_inbox()  # at once: a message sent from now on is refused, not left unread
             outcome = "paused" if host.pause_requested and answer is None else "finished"
             return answer
         except asyncio.CancelledError:
             raise
+        except BudgetExceeded:
+            raise  # paused, saying which budget (below); a parent's task call reports it
         except StoreUnavailable as exc:  # not the run's fault: paused, saying why, until it resumes
             reason = store_reason(exc.reason)
             raise
@@ -113,6 +121,10 @@ class RunCommands:
             await host.emit(AgentErrorEvent(error=f"internal error: {exc!r}", code="internal_error"))
             raise BackendError(f"internal error: {exc!r}", code="internal_error") from exc
         finally:
+            host.close_inbox()
+            host.stop_clock()
+            if host.budget_stop is not None:
+                reason = host.budget_stop.describe()
             await host.set_status(outcome, reason)
             log.info("run ended: %s", outcome)
 

@@ -17,6 +17,7 @@ from ..errors import BackendError, StoreUnavailable
 from ..events import MessageEvent
 from ..permissions.policy import NEVER, Approval
 from .agent_types import SubagentType
+from .budgets import TREE_LIMITS, Crossing, budget_problem
 from .conversation import ConversationHost
 from .tools.base import ToolResult
 from ..settings import Settings
@@ -79,13 +80,17 @@ class TaskManager:
                 f"Sub-agents may nest at most {self.settings.max_subagent_depth} levels deep; do this work yourself.",
                 is_error=True,
             )
+        agent = child_agent_spec(host.record.agent, agent_type, host.approval)
+        problem = budget_problem(agent, self.settings, budgets_in_force(host, agent))
+        if problem is not None:
+            return ToolResult(f"Sub-agent type {agent_type.name!r} cannot run here: {problem}.", is_error=True)
         # The limit is per parent conversation: the calls of one response share it.
         async with host.subagent_slots(self.settings.max_parallel_subagents):
             child = await host.start_subagent(
                 tool_call_id,
                 subagent_type=agent_type.name,
                 description=description,
-                agent=child_agent_spec(host.record.agent, agent_type, host.approval),
+                agent=agent,
                 managed=True,
             )
             try:
@@ -112,17 +117,35 @@ class TaskManager:
                 # so a permission request the child waits on is resolved with the reason).
                 child.task.cancel(*exc.args[:1])
                 await asyncio.wait({child.task})
-                await host.finish_subagent(child, status="cancelled", result="cancelled with its parent")
+                stop = child.budget_stop  # an ancestor's budget: said so, beside its stop_reason
+                result = f"stopped by a budget: {stop.describe()}" if stop is not None else "cancelled with its parent"
+                await host.finish_subagent(child, status="cancelled", result=result)
                 raise
+            if child.budget_stop is not None:
+                return await self._stopped(host, child, label)
             await host.finish_subagent(child, status="cancelled", result="cancelled")
             return ToolResult(f"Sub-agent {label} was cancelled before it finished.", is_error=True)
         except (BackendError, StoreUnavailable) as exc:
+            if isinstance(exc, BackendError) and exc.code == "max_iterations" and child.budget_stop is None:
+                used = int(child.record.agent.get("max_iterations") or 50)
+                child.budget_stop = Crossing("max_iterations", used, used, set_on=child.conversation_id,
+                                             label=child.label)
+            if child.budget_stop is not None:
+                return await self._stopped(host, child, label)
             await host.finish_subagent(child, status="error", result=exc.detail)
             return ToolResult(f"Sub-agent {label} failed: {exc.detail}", is_error=True)
         answer = answer or ""
         await host.finish_subagent(child, status="completed", result=answer)
         return ToolResult(f"Sub-agent {label} completed.\n\n{answer}")
 
+    async def _stopped(self, host: ConversationHost, child: ConversationHost, label: str) -> ToolResult:
+        """A sub-agent a budget stopped (its own or an ancestor's): it ends ``error`` with the
+        limit as its ``stop_reason``, and the parent model reads which budget and what was used."""
+        crossing = child.budget_stop
+        assert crossing is not None
+        text = f"stopped by a budget: {crossing.describe()}"
+        await host.finish_subagent(child, status="error", result=text)
+        return ToolResult(f"Sub-agent {label} was {text}. Its work is unfinished.", is_error=True)
 
 def child_agent_spec(
     parent_agent: dict[str, Any], agent_type: SubagentType, parent_approval: Approval = NEVER
@@ -131,7 +154,7 @@ def child_agent_spec(
     the type's prompt, tools, model and iteration limit, and the parent's approval policy
     joined with the type's (a type only adds to it)."""
     if agent_type.agent:
-        return dict(agent_type.agent)
+        return {**agent_type.agent, **agent_type.budget}
     spec = {k: v for k, v in parent_agent.items() if k in ("kind", "llm", "max_iterations")}
     spec["kind"] = "native"
     spec["system_prompt"] = agent_type.system_prompt
@@ -143,6 +166,7 @@ def child_agent_spec(
         spec["llm"] = {**(spec.get("llm") or {}), "model": agent_type.model}
     if agent_type.max_iterations:
         spec["max_iterations"] = agent_type.max_iterations
+    spec.update(agent_type.budget)
     approval = parent_approval.union(agent_type.approval)
     if not approval.never:
         spec["approval"] = approval.spec()
@@ -160,3 +184,14 @@ def _depth(host: ConversationHost) -> int:
     while node.parent is not None:
         depth, node = depth + 1, node.parent
     return depth
+
+
+def budgets_in_force(host: ConversationHost, agent: dict[str, Any]) -> set[str]:
+    """The budgets a new sub-agent of ``host`` running ``agent`` would count towards: its own
+    and the subtree budgets of ``host`` and every ancestor."""
+    limits = {k for k in (*TREE_LIMITS, "max_iterations") if agent.get(k) is not None}
+    node: ConversationHost | None = host
+    while node is not None:
+        limits.update(k for k in TREE_LIMITS if node.record.agent.get(k) is not None)
+        node = node.parent
+    return limits

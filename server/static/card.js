@@ -1,8 +1,9 @@
-// A sub-agent card: its type, description, status, work state and token usage, its folder when
-// it works in its own, a cancel button while it runs, and its own timeline (which may hold the
-// cards of its own sub-agents).
+// A sub-agent card: its type, description, status, work state, its own token usage and cost and
+// its subtree's, its folder when it works in its own, a cancel button and a reply box while it
+// runs, the budget that stopped it, and its own timeline (which may hold the cards of its own
+// sub-agents).
 
-import { clip, h, statusLabel, usageText } from "./dom.js";
+import { clip, costText, h, statusLabel, usageText } from "./dom.js";
 
 const TERMINAL = new Set(["completed", "error", "cancelled"]);
 
@@ -22,7 +23,7 @@ function usageTotal(usage) {
 export class SubagentCard {
   /**
    * @param {string} subagentId
-   * @param {{onCancel: Function, onFollow: Function}} actions
+   * @param {{onCancel: Function, onFollow: Function, onReply: Function}} actions
    */
   constructor(subagentId, actions) {
     this.id = subagentId;
@@ -51,6 +52,21 @@ export class SubagentCard {
       type: "button", class: "cancel", text: "Cancel",
       onclick: () => actions.onCancel(this),
     });
+    this.subtreeEl = h("span", { class: "subtree-usage", hidden: true });
+    this.stopEl = h("span", { class: "stop-reason", hidden: true });
+    this.replyInput = h("input", {
+      type: "text", class: "reply-input", placeholder: "Write to this sub-agent…", "aria-label": "message to this sub-agent",
+    });
+    this.replySend = h("button", { type: "submit", class: "reply-send", text: "Send" });
+    this.replyEl = h("form", {
+      class: "reply", "aria-label": "reply to this sub-agent",
+      onsubmit: (e) => {
+        e.preventDefault();
+        const text = this.replyInput.value.trim();
+        if (text && !this.replySend.disabled) actions.onReply(this, text);
+      },
+    }, this.replyInput, this.replySend);
+    this.replyNote = h("div", { class: "reply-note", role: "status", hidden: true });
     this.timeline = h("ol", { class: "timeline", dataset: { stream: subagentId } });
     this.resultEl = h("div", { class: "subagent-result", hidden: true });
     this.el = h(
@@ -58,8 +74,8 @@ export class SubagentCard {
       { class: "card", dataset: { subagentId, status: "running" }, "aria-label": "sub-agent" },
       h("header", { class: "card-head" },
         this.toggleEl, this.typeEl, this.labelEl, this.descriptionEl, this.statusEl, this.workEl, this.usageEl,
-        h("span", { class: "card-actions" }, this.followEl, this.cancelEl)),
-      h("div", { class: "card-body" }, this.cwdEl, this.timeline, this.resultEl),
+        this.subtreeEl, this.stopEl, h("span", { class: "card-actions" }, this.followEl, this.cancelEl)),
+      h("div", { class: "card-body" }, this.cwdEl, this.timeline, this.resultEl, this.replyEl, this.replyNote),
     );
     this.body = this.el.querySelector(".card-body");
   }
@@ -70,7 +86,7 @@ export class SubagentCard {
 
   /** Take what is known about the sub-agent (a SubagentStartedEvent, a tree entry...). Status
    * only moves forward (running to an end) and usage only grows, so a stale answer is harmless. */
-  update({ subagent_type, description, label, status, usage, result, work_state, cwd } = {}) {
+  update({ subagent_type, description, label, status, usage, result, work_state, cwd, subtree_usage, stop_reason } = {}) {
     if (subagent_type) this.typeEl.textContent = subagent_type;
     if (label) this.labelEl.textContent = label;
     if (description) {
@@ -91,6 +107,12 @@ export class SubagentCard {
       this.usage = usage;
       this.usageEl.textContent = usageText(usage);
     }
+    if (subtree_usage) this.showSubtree(subtree_usage);
+    if (stop_reason) {
+      this.stopEl.hidden = false;
+      this.stopEl.textContent = `stopped: ${stop_reason}`;
+      this.el.dataset.stopReason = stop_reason;
+    }
     if (result && !this.running) {
       this.resultEl.hidden = false;
       this.resultEl.textContent = clip(result, 4000);
@@ -104,6 +126,30 @@ export class SubagentCard {
     this.el.dataset.status = label;
     this.cancelEl.hidden = !this.running;
     this.cancelEl.disabled = false;
+    this.replyEl.hidden = !this.running;
+  }
+
+  /** Its subtree's usage (its own and every sub-agent's below it), shown when it has any below. */
+  showSubtree(subtree) {
+    const own = this.usage?.llm_calls || 0;
+    if (!subtree || (subtree.llm_calls || 0) <= own) return;
+    this.subtreeUsage = subtree;
+    this.subtreeEl.hidden = false;
+    this.subtreeEl.textContent = `with its sub-agents: ${subtree.llm_calls} calls${costText(subtree)}`;
+  }
+
+  /** The reply is out: no second click until it is answered. */
+  replying() {
+    this.replySend.disabled = true;
+    this.replyNote.hidden = true;
+  }
+
+  /** The reply was taken (``note`` empty: the box clears) or refused (``note`` says why). */
+  replied(note = "") {
+    this.replySend.disabled = false;
+    if (!note) this.replyInput.value = "";
+    this.replyNote.hidden = !note;
+    this.replyNote.textContent = note;
   }
 
   setExpanded(expanded) {

@@ -3,7 +3,7 @@
 // a time budget, so thousands of them never freeze the page.
 
 import { ApiError } from "./api.js";
-import { clip, h, shortId, statusLabel, usageText } from "./dom.js";
+import { clip, costText, h, shortId, statusLabel, usageText } from "./dom.js";
 import { CloseCode, LiveSocket } from "./live.js";
 import { PermissionDesk } from "./permissions.js";
 import { Timeline } from "./timeline.js";
@@ -27,6 +27,7 @@ export class ConversationView {
     this.options = options;
     this.status = null;
     this.errorReason = null;
+    this.statusReason = null;
     /** The seq of every stored event taken in, in order: what the page shows, once each. */
     this.seqs = [];
     this._queue = [];
@@ -45,6 +46,7 @@ export class ConversationView {
 
     this.timeline = new Timeline({
       onCancel: (card) => this.cancel(card),
+      onReply: (card, text) => this.reply(card, text),
       onFollow: (subagentId) => this.follow(subagentId),
       onCardAdded: () => { this._cardsChanged = true; },
       onAnswer: (box, option) => this.desk.answer(box, option),
@@ -66,6 +68,7 @@ export class ConversationView {
   build() {
     this.statusEl = h("span", { class: "badge", text: "…" });
     this.usageEl = h("span", { class: "usage" });
+    this.treeUsageEl = h("span", { class: "tree-usage", hidden: true });
     this.countEl = h("span", { class: "muted" });
     this.connectionEl = h("span", { class: "connection", role: "status", text: "connecting…" });
     this.waitingEl = h("span", { class: "waiting-badge", role: "status", hidden: true });
@@ -86,7 +89,7 @@ export class ConversationView {
     return h("section", { class: "conversation", "aria-label": "conversation" },
       h("header", { class: "conversation-head" },
         h("h2", {}, "Conversation ", h("code", { text: shortId(this.id), title: this.id })),
-        this.statusEl, this.reasonEl, this.waitingEl, this.usageEl, this.countEl, this.connectionEl,
+        this.statusEl, this.reasonEl, this.waitingEl, this.usageEl, this.treeUsageEl, this.countEl, this.connectionEl,
         h("span", { class: "spacer" }),
         h("label", { for: "follow", text: "Follow" }), this.followEl, this.stopEl),
       this.noticeEl,
@@ -177,8 +180,11 @@ export class ConversationView {
   take(item) {
     if (item.fullState) {
       const state = item.fullState;
+      this.statusReason = state.status_reason ?? null;
       this.setStatus(state.status);
+      this.showReason();
       if (state.usage) this.usageEl.textContent = usageText(state.usage);
+      if (state.tree_usage) this.showTreeUsage(state.tree_usage);
       this.timeline.applySubagents(state.subagents);
       this.desk.apply(state.pending_permissions ?? [], false); // absent: the tree never asked
       return;
@@ -186,8 +192,13 @@ export class ConversationView {
     this.timeline.apply(item);
     if (item.seq != null) this.seqs.push(item.seq);
     if (item.kind === "ConversationStateUpdateEvent") {
-      if (item.key === "status" && item.subagent_id == null) this.setStatus(item.value);
+      if (item.key === "status" && item.subagent_id == null) {
+        this.statusReason = item.reason ?? null;
+        this.setStatus(item.value);
+        this.showReason();
+      }
       if (item.key === "usage") this.applyUsage(item.subagent_id, item.value);
+      if (item.key === "tree_usage" && item.subagent_id == null) this.showTreeUsage(item.value);
       if (item.key === "work_state" && item.subagent_id) this.timeline.cards.get(item.subagent_id)?.update({ work_state: item.value });
       if (item.key === "pending_permissions" && item.subagent_id == null) this.desk.apply(item.value ?? []);
     }
@@ -222,10 +233,13 @@ export class ConversationView {
   }
 
   showReason() {
-    const shown = this.status === "error" && Boolean(this.errorReason);
+    // An error's message; or why a run was paused when neither it nor a person chose it (a
+    // budget passed, the store stopped it): the status event's reason.
+    const reason = this.status === "error" ? this.errorReason : this.status === "paused" ? this.statusReason : null;
+    const shown = Boolean(reason);
     this.reasonEl.hidden = !shown;
-    this.reasonEl.textContent = shown ? clip(this.errorReason, REASON_LIMIT) : "";
-    this.reasonEl.title = shown ? this.errorReason : "";
+    this.reasonEl.textContent = shown ? clip(reason, REASON_LIMIT) : "";
+    this.reasonEl.title = shown ? reason : "";
   }
 
   /** A `usage` event: the conversation's (no sub-agent id) or one sub-agent's total so far. */
@@ -235,6 +249,13 @@ export class ConversationView {
       return;
     }
     this.timeline.cards.get(subagentId)?.update({ usage });
+    this.timeline.refreshSubtrees(subagentId);
+  }
+
+  /** The tree's total (the root and every sub-agent), beside the root's own usage. */
+  showTreeUsage(total) {
+    this.treeUsageEl.hidden = !total?.llm_calls;
+    this.treeUsageEl.textContent = total?.llm_calls ? `tree: ${total.llm_calls} calls${costText(total)}` : "";
   }
 
   /** Ask for the conversation and its sub-agent tree once the run ends (and, with forwarding
@@ -303,6 +324,17 @@ export class ConversationView {
         card.cancelFailed();
         this.notice(`Could not cancel: ${err.message}`);
       }
+    }
+  }
+
+  /** A person's message to one running sub-agent: it reads it before its next model call. */
+  async reply(card, text) {
+    card.replying();
+    try {
+      await this.api.post(`/api/conversations/${this.id}/subagents/${card.id}/messages`, { content: text });
+      card.replied();
+    } catch (err) {
+      card.replied(err instanceof ApiError && err.status === 409 ? err.message : `Could not send: ${err.message}`);
     }
   }
 

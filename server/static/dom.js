@@ -44,7 +44,13 @@ export function usageText(usage) {
   const input = usage.input_tokens || 0;
   const output = usage.output_tokens || 0;
   if (!input && !output && !usage.llm_calls) return "";
-  return `${count(input)} in · ${count(output)} out tokens`;
+  return `${count(input)} in · ${count(output)} out tokens${costText(usage)}`;
+}
+
+/** " · $0.0123" for a usage with a cost ("≥" when some calls have no known price), else "". */
+export function costText(usage) {
+  if (usage?.cost_usd == null) return "";
+  return ` · ${usage.unpriced_calls ? "≥" : ""}$${Number(usage.cost_usd).toFixed(4)}`;
 }
 
 /** How a status reads on the page: the wire's `error` is shown as `failed`. */

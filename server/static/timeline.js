@@ -147,6 +147,29 @@ export class Timeline {
     return this.streams.get(key);
   }
 
+  /** Recompute the subtree usage of every card above `subagentId` (and its own), from the
+   * cards' own usage: what a sub-agent and everything below it used, live. */
+  refreshSubtrees(subagentId) {
+    let card = this.cards.get(subagentId);
+    while (card) {
+      let total = null;
+      for (const other of this.cards.values()) {
+        if (!other.usage || !this.isWithin(other, card)) continue;
+        total = addUsage(total, other.usage);
+      }
+      card.showSubtree(total);
+      card = this.cards.get(card.parentStream);
+    }
+  }
+
+  /** Whether `card` is `ancestor` or below it. */
+  isWithin(card, ancestor) {
+    for (let node = card; node; node = this.cards.get(node.parentStream)) {
+      if (node === ancestor) return true;
+    }
+    return false;
+  }
+
   addCard(id, parentToolUseId, parentStream) {
     const card = new SubagentCard(id, this.hooks);
     card.parentToolUseId = parentToolUseId;
@@ -245,4 +268,15 @@ export class Timeline {
       stream.draft = null;
     }
   }
+}
+
+/** Two usage objects added, as the server adds them (a cost stays unknown only while both are). */
+function addUsage(a, b) {
+  if (!a) return { ...b };
+  const sum = { ...a };
+  for (const key of ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "llm_calls", "unpriced_calls"]) {
+    sum[key] = (a[key] || 0) + (b[key] || 0);
+  }
+  sum.cost_usd = a.cost_usd == null ? b.cost_usd ?? null : b.cost_usd == null ? a.cost_usd : Math.round((a.cost_usd + b.cost_usd) * 1e12) / 1e12;
+  return sum;
 }

@@ -56,7 +56,11 @@ class ChatSpans:
             a.INPUT_TOKENS: int(added.get("input_tokens") or 0),
             a.OUTPUT_TOKENS: int(added.get("output_tokens") or 0),
             a.CACHE_READ_TOKENS: int(added.get("cache_read_tokens") or 0),
+            a.CACHE_WRITE_TOKENS: int(added.get("cache_write_tokens") or 0),
         })
+        if isinstance(added.get("cost_usd"), (int, float)):
+            span.attributes[a.COST] = float(added["cost_usd"])
+            span.attributes[a.COST_SOURCE] = str(added.get("cost_source") or "")
         if model:
             span.attributes[a.REQUEST_MODEL] = str(model)
         if added.get("response_id"):

@@ -213,6 +213,10 @@ class SpanBuilder(ChatSpans):
         usage = event.get("usage") or {}
         span.attributes[a.INPUT_TOKENS] = int(usage.get("input_tokens") or 0)
         span.attributes[a.OUTPUT_TOKENS] = int(usage.get("output_tokens") or 0)
+        if isinstance(usage.get("cost_usd"), (int, float)):
+            span.attributes[a.COST] = float(usage["cost_usd"])
+        if event.get("stop_reason"):
+            span.attributes[a.STOP_REASON] = str(event["stop_reason"])
         if self.capture_content and event.get("result"):
             span.attributes[a.OUTPUT_MESSAGES] = _messages("assistant", [str(event["result"])])
         error = None

@@ -114,6 +114,13 @@ class Client:
         """Cancel that sub-agent (and those below it); its parent goes on."""
         await self._call("POST", _path(conversation_id, "subagents", subagent_id, "cancel"))
 
+    async def steer_subagent(self, conversation_id: str, subagent_id: str, content: str) -> dict[str, Any]:
+        """Send a person's message to that running sub-agent, read before its next model call;
+        returns the stored ``MessageEvent`` (its own stream holds it, never its parent's).
+        ``APIError`` 409 ``subagent_not_running`` / ``subagent_not_steerable``, 404."""
+        return await self._call("POST", _path(conversation_id, "subagents", subagent_id, "messages"),
+                                json={"content": content})
+
     # -- permissions ------------------------------------------------------------------------
 
     async def permissions(self, conversation_id: str, *, status: str = "pending") -> list[dict[str, Any]]:

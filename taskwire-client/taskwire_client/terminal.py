@@ -126,10 +126,19 @@ def _crop(line: str, width: int) -> str:
 
 
 def usage_text(usage: Usage | None) -> str:
-    """``12 in / 4 out tokens``, or nothing before any was used."""
+    """``12 in / 4 out tokens $0.0012``, or nothing before any was used; the cost is marked
+    ``≥`` when some calls have no known price, and left out when none has."""
     if usage is None or usage.input_tokens + usage.output_tokens + usage.llm_calls <= 0:
         return ""
-    return f"{usage.input_tokens} in / {usage.output_tokens} out tokens"
+    text = f"{usage.input_tokens} in / {usage.output_tokens} out tokens"
+    return text + cost_text(usage)
+
+
+def cost_text(usage: Usage | None) -> str:
+    """`` $0.0012`` (`` ≥$0.0012`` when some calls are unpriced), or nothing without a cost."""
+    if usage is None or usage.cost_usd is None:
+        return ""
+    return f" {'≥' if usage.unpriced_calls else ''}${usage.cost_usd:.4f}"
 
 
 def last_line(text: str | None, width: int = 80) -> str:
@@ -147,6 +156,8 @@ def render(tree: Tree, *, live: bool = False, max_steps: int | None = None) -> N
         .add(tree.status, _status_style(tree.status)).add("  ")
         .add(f"{tree.events} events", "dim").add("  ").add(usage_text(tree.usage), "dim")
     )
+    if tree.tree_usage is not None and tree.tree_usage.llm_calls > (tree.usage.llm_calls if tree.usage else 0):
+        head.add(f"  tree: {tree.tree_usage.llm_calls} calls{cost_text(tree.tree_usage)}", "dim")
     if tree.pending_permissions:
         head.add(f"  ⏸ {len(tree.pending_permissions)} waiting for permission", "bold magenta")
     root = Node(head)
@@ -154,13 +165,13 @@ def render(tree: Tree, *, live: bool = False, max_steps: int | None = None) -> N
     if max_steps is not None and len(steps) > max_steps:
         root.add(Label().add(f"… {len(steps) - max_steps} earlier steps", "dim"))
         steps = steps[-max_steps:]
-    _draw_steps(root, steps, live)
+    _draw_steps(tree, root, steps, live)
     for sub in list(tree.waiting):
-        _draw_subagent(root, sub, live)
+        _draw_subagent(tree, root, sub, live)
     return root
 
 
-def _draw_steps(node: Node, steps: list[Step], live: bool) -> None:
+def _draw_steps(tree: Tree, node: Node, steps: list[Step], live: bool) -> None:
     for step in list(steps):
         if isinstance(step, Message):
             who, style = _who(step)
@@ -175,16 +186,21 @@ def _draw_steps(node: Node, steps: list[Step], live: bool) -> None:
             label.add(f"  → {output}", "dim")
         branch = node.add(label)
         for sub in list(step.subagents):
-            _draw_subagent(branch, sub, live)
+            _draw_subagent(tree, branch, sub, live)
 
 
-def _draw_subagent(node: Node, sub: Subagent, live: bool) -> None:
+def _draw_subagent(tree: Tree, node: Node, sub: Subagent, live: bool) -> None:
     shown = "failed" if sub.status == "error" else sub.status
     label = (
         Label().add("◆ ", "cyan").add(sub.subagent_type, "bold cyan").add(" ")
         .add(sub.label + " " if sub.label else "", "dim").add(sub.description or sub.subagent_id[:8]).add("  ")
         .add(shown, _SUBAGENT_STYLES.get(sub.status, "")).add("  ").add(usage_text(sub.usage), "dim")
     )
+    if sub.stop_reason:
+        label.add(f"  stopped: {sub.stop_reason}", "bold yellow")
+    subtree = tree.subtree_usage(sub)
+    if subtree is not None and sub.usage is not None and subtree.llm_calls > sub.usage.llm_calls:
+        label.add(f"  with its sub-agents: {subtree.llm_calls} calls{cost_text(subtree)}", "dim")
     if sub.work_state and sub.work_state.get("state") == "requires_action":
         label.add("  ⏸ waiting for you", "bold magenta")
     elif sub.work_state and sub.status not in SUBAGENT_ENDS and sub.work_state.get("state") != "running":
@@ -195,7 +211,7 @@ def _draw_subagent(node: Node, sub: Subagent, live: bool) -> None:
         label.add(f"  ({len(sub.steps)} steps)", "dim")
         node.add(label)
         return
-    _draw_steps(node.add(label), sub.steps, live)
+    _draw_steps(tree, node.add(label), sub.steps, live)
 
 
 def _who(message: Message) -> tuple[str, str]:

@@ -35,6 +35,7 @@ from taskwire_client.events import (
     Usage,
 )
 from taskwire_client.retries import retry_line
+from taskwire_client.usage import subtree_usage, usage_of
 from taskwire_client.tree_nodes import (
     SUBAGENT_ENDS,
     Message,
@@ -43,7 +44,6 @@ from taskwire_client.tree_nodes import (
     Subagent,
     ToolCall,
     _content_text,
-    _usage,
     call_title,
     describe,
 )
@@ -61,6 +61,8 @@ class Tree:
         """The root's status: ``idle``, ``running``, ``paused``, ``finished``, ``error``."""
         self.usage: Usage | None = None
         """The root's own token usage so far (its sub-agents' is on each ``Subagent``)."""
+        self.tree_usage: Usage | None = None
+        """The whole tree's tokens and cost, as the root last said (``full_state``, ``tree_usage``)."""
         self.events = 0
         """Stored events taken (those with a ``seq``)."""
         self.steps: list[Step] = []
@@ -78,6 +80,10 @@ class Tree:
         self._drafts: dict[str | None, Message] = {}
         self._calls: dict[tuple[str | None, str], ToolCall] = {}
         self._calls_by_id: dict[str, ToolCall] = {}
+
+    def subtree_usage(self, sub: Subagent) -> Usage | None:
+        """``sub``'s tokens and cost with every sub-agent's below it, live."""
+        return subtree_usage(sub, self.subagents.values())
 
     # -- taking events in ---------------------------------------------------------------
 
@@ -164,7 +170,8 @@ class Tree:
     def apply_full_state(self, state: dict[str, Any]) -> None:
         """A socket's first frame: the root's status and usage, and the sub-agent tree."""
         self.status = state.get("status") or self.status
-        self.usage = _usage(state.get("usage")) or self.usage
+        self.usage = usage_of(state.get("usage")) or self.usage
+        self.tree_usage = usage_of(state.get("tree_usage")) or self.tree_usage
         self.apply_subagents(state.get("subagents") or [])
         # Absent when the tree never asked: then nothing waits.
         self.pending_permissions = list(state.get("pending_permissions") or [])
@@ -187,9 +194,11 @@ class Tree:
         elif event.key == "work_state" and owner is not None and isinstance(event.value, dict):
             owner.update({"work_state": event.value})
             return owner
+        elif event.key == "tree_usage" and owner is None and isinstance(event.value, dict):
+            self.tree_usage = usage_of(event.value)
         elif event.key == "usage" and isinstance(event.value, dict):
             if owner is None:
-                self.usage = _usage(event.value)
+                self.usage = usage_of(event.value)
             else:
                 owner.update({"usage": event.value})
                 return owner

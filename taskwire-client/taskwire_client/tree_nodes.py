@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from taskwire_client.events import PermissionRequestEvent, PermissionResolvedEvent, Usage
+from taskwire_client.usage import grown_by, usage_of
 
 SUBAGENT_ENDS = frozenset({"completed", "error", "cancelled"})
 
@@ -66,6 +67,9 @@ class Subagent:
     """``running``, then ``completed``, ``error`` or ``cancelled``."""
     result: str = ""
     usage: Usage | None = None
+    """Its own tokens and cost (its sub-agents' are theirs: ``Tree.subtree_usage`` adds them up)."""
+    listed_subtree_usage: Usage | None = None  # its subtree's, as the server last listed it
+    stop_reason: str | None = None  # the budget that stopped it (``max_tokens`` ...), if one did
     work_state: dict[str, Any] | None = None
     """What it is doing now (``{"state": running|requires_action|idle|unknown, ...}``), once known."""
     cwd: str | None = None
@@ -91,9 +95,14 @@ class Subagent:
             self.parent_subagent_id = info["parent_subagent_id"]
         if info.get("status") and self.status not in SUBAGENT_ENDS:
             self.status = info["status"]
-        usage = _usage(info.get("usage"))
-        if usage is not None and _total(usage) >= _total(self.usage):
+        usage = usage_of(info.get("usage"))
+        if usage is not None and grown_by(usage) >= grown_by(self.usage):
             self.usage = usage
+        subtree = usage_of(info.get("subtree_usage"))
+        if subtree is not None:
+            self.listed_subtree_usage = subtree
+        if info.get("stop_reason"):
+            self.stop_reason = info["stop_reason"]
 
 
 Step = Union[Message, ToolCall]
@@ -125,15 +134,3 @@ def _content_text(content: list[Any] | None) -> str:
             if isinstance(part, dict) and part.get("type") == "text" and part.get("text"):
                 texts.append(str(part["text"]))
     return "\n".join(texts)
-
-
-def _usage(value: Any) -> Usage | None:
-    if isinstance(value, Usage):
-        return value
-    return Usage.model_validate(value) if isinstance(value, dict) else None
-
-
-def _total(usage: Usage | None) -> int:
-    if usage is None:
-        return -1
-    return usage.input_tokens + usage.output_tokens + usage.llm_calls

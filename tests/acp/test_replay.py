@@ -6,7 +6,7 @@ import json
 
 from taskwire.acp.mapping import FinishSubagent, StartSubagent
 from taskwire.events import MessageEvent
-from tests.acp.helpers import emitted, replay, tool_events
+from tests.acp.helpers import FIXTURE as REPO_FIXTURE, emitted, replay, tool_events
 
 AGENT_A, AGENT_B = "toolu_main_1_1_0007", "toolu_main_1_2_0008"
 
@@ -64,3 +64,17 @@ def test_replayed_turn_ends_with_one_message_of_the_main_agent() -> None:
     assert len(messages) == 1 and messages[0].parent_tool_use_id is None
     assert messages[0].content.endswith("All done: main-agent, subagent-a and subagent-b were echoed.")
     assert actions[-1] == next(a for a in actions if getattr(a, "event", None) is messages[0])
+
+
+def test_the_agents_own_running_cost_gives_each_turns_cost() -> None:
+    """claude-agent-acp sends Claude Code's running session cost in ``usage_update``: a turn's
+    cost is its rise, kept as the backend's own figure."""
+    costs = [json.loads(line)["msg"]["params"]["update"]["cost"]["amount"]
+             for line in (REPO_FIXTURE).read_text().splitlines() if '"cost"' in line]
+    _, mapper = replay()
+    assert costs and mapper.turn_cost() == round(costs[-1], 12)
+    assert mapper.turn_cost() == 0.0  # nothing more was spent
+    mapper.receive_update({"sessionUpdate": "usage_update", "used": 10, "size": 100, "cost": {"amount": costs[-1] + 0.25, "currency": "USD"}})
+    assert mapper.turn_cost() == 0.25
+    mapper.receive_update({"sessionUpdate": "usage_update", "used": 10, "size": 100, "cost": {"amount": "lots", "currency": "USD"}})
+    assert mapper.turn_cost() == 0.0  # a malformed figure is not taken

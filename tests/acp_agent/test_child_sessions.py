@@ -138,10 +138,12 @@ def test_each_child_ends_idle_end_turn_and_the_prompt_end_turn(run: Run) -> None
     assert all(s == [{"state": "running"}, {"state": "idle", "stopReason": "end_turn"}] for s in states.values())
 
 
-def test_a_child_cannot_be_prompted_or_loaded(run: Run) -> None:
-    for step in (PROMPT_CHILD, LOAD_CHILD):
-        error = run.transcript.error(step)
-        assert error["code"] == -32602 and error["data"]["code"] == "subagent_conversation"
+def test_a_finished_child_takes_no_prompt_and_cannot_be_loaded(run: Run) -> None:
+    # A prompt on a child session is a message to that sub-agent: this one has ended.
+    error = run.transcript.error(PROMPT_CHILD)
+    assert error["code"] == -32602 and error["data"]["code"] == "subagent_not_running"
+    error = run.transcript.error(LOAD_CHILD)
+    assert error["code"] == -32602 and error["data"]["code"] == "subagent_conversation"
 
 
 def test_load_announces_each_child_again_under_the_same_id_then_sends_its_current_state(run: Run) -> None:

@@ -6,8 +6,11 @@ Skipped when the bundled CLI is missing, except in CI (then they fail).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+
+import genai_prices
 
 from taskwire.events.closing import INTERRUPTED
 from tests.api.helpers import all_events, create
@@ -24,7 +27,8 @@ from tests.claude_sdk.watch import (
     root_frames,
     say,
 )
-from tests.servers import isolated_settings, taskwire_server
+from tests.api.steering import gate_command
+from tests.servers import RunningServer, isolated_settings, taskwire_server, wait_for_status
 
 MAIN_TEXTS = [
     "I'll run the command first.",
@@ -236,3 +240,91 @@ async def test_cancelling_one_real_claude_code_subagent_stops_only_it(tmp_path: 
     assert subagents["toolu_main_0_1"]["result"] == "quick printed: quick"
     assert assistant_texts(root_frames(frames))[-1] == "One was stopped; the other printed quick."
     assert again.status_code == 400 and again.json()["code"] == "subagent_not_running"
+
+
+async def test_real_claude_codes_own_cost_is_kept_and_the_tree_adds_up_to_it(tmp_path: Path) -> None:
+    """Claude Code reports what each turn cost (the result's running ``total_cost_usd``): the main
+    agent's usage keeps that figure (less its sub-agents' share, priced by the table from their
+    tokens and model), so the tree's total is exactly what Claude Code reported."""
+    need_claude_code()
+    script = DEMO / "claude_code_two_subagents.yaml"
+    async with mock_llm(script, tmp_path / "requests.jsonl") as mock:
+        async with taskwire_server(isolated_settings(tmp_path, forward_subagent_events=True)) as server:
+            conversation = (await create(server, agent=claude_agent(mock, tmp_path / "home"), run=False))["id"]
+            async with open_socket(server, conversation) as ws:
+                await next_frame(ws)
+                await say(server, conversation, "Run echo main-agent, then two sub-agents.")
+                await frames_until_run_ends(ws)
+            async with open_socket(server, conversation) as ws:
+                full_state = await next_frame(ws)
+            every = await all_events(server, conversation, include_subagents="true", kind="ConversationStateUpdateEvent")
+            subagents = (await server.client.get(f"/api/conversations/{conversation}/subagents")).json()
+    added = [e["value"]["added"] for e in every if e["key"] == "usage"]
+    root_turns = [a for a in added if a.get("cost_source") == "backend"]
+    assert root_turns and all(a["reported_cost_usd"] > 0 for a in root_turns)
+    reported = round(sum(a["reported_cost_usd"] for a in root_turns), 12)
+    assert full_state["value"]["tree_usage"]["cost_usd"] == reported
+    assert len(subagents) == 2
+    for entry in subagents:
+        [counted] = [a for a in added if a["llm_calls"] == 2 and a["input_tokens"] == entry["usage"]["input_tokens"]][:1]
+        assert counted["cost_source"] == "price_table" and counted["provider"] == "anthropic"
+        tokens = genai_prices.Usage(input_tokens=entry["usage"]["input_tokens"], output_tokens=entry["usage"]["output_tokens"])
+        table = genai_prices.calc_price(tokens, counted["model"], provider_id="anthropic").total_price
+        assert entry["usage"]["cost_usd"] == float(table) == entry["subtree_usage"]["cost_usd"]
+    own = full_state["value"]["usage"]["cost_usd"]
+    assert own == round(reported - sum(e["usage"]["cost_usd"] for e in subagents), 12)
+
+
+async def test_a_message_to_a_claude_code_subagent_reaches_its_next_model_request(tmp_path: Path) -> None:
+    """A native agent delegates to a sub-agent type that runs real Claude Code (``claude_sdk``);
+    a person's message sent while its Bash call runs is folded by Claude Code into its next
+    model request, and reaches no request of the native parent."""
+    need_claude_code()
+    gate = tmp_path / "gate"
+    prompt = "Wait at the gate, then say what happened."
+    script = {"presets": ["claude_code"], "lanes": [
+        {"name": "claude", "match": {"first_user_ends_with": prompt}, "turns": [
+            {"tool_calls": [{"name": "Bash", "arguments": {"command": gate_command(gate), "description": "Wait"}}]},
+            {"text": "released, and I read your note"}]},
+        {"name": "main", "turns": [
+            {"tool_calls": [{"name": "task", "arguments": {"description": "Claude", "prompt": prompt, "subagent_type": "claude-sub"}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"message": "main done"}}]}]},
+    ]}
+    async with mock_llm(script, tmp_path / "requests.jsonl") as mock:
+        workspace = tmp_path / "project"
+        types = workspace / ".agents" / "agents"
+        types.mkdir(parents=True)
+        spec = json.dumps(claude_agent(mock, tmp_path / "home"))
+        (types / "claude-sub.md").write_text(f"---\nname: claude-sub\ndescription: Claude Code.\nagent: {spec}\n---\n")
+        async with taskwire_server(isolated_settings(tmp_path, forward_subagent_events=True)) as server:
+            agent = {"kind": "native", "llm": {"api": "openai", "model": "gpt-4o-mini", "base_url": f"{mock.url}/v1", "api_key": "k"}}
+            cid = (await create(server, agent=agent, initial_message="Main work.", workspace=str(workspace)))["id"]
+            try:
+                sid = await subagent_running_bash(server, cid)
+                url = f"/api/conversations/{cid}/subagents/{sid}/messages"
+                response = await server.client.post(url, json={"content": "STEER: mind the second file"})
+                assert response.status_code == 202, response.text
+            finally:
+                gate.touch()
+            info = await wait_for_status(server.client, cid, {"finished", "error", "paused"}, timeout=120)
+            assert info["status"] == "finished"
+            sub_events = await all_events(server, cid, subagent_id=sid)
+    requests = [json.loads(json.loads(line)["body"]) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    claude = [r for r in requests if prompt in json.dumps(r.get("messages", [])[:1])]
+    steered = [r for r in claude if "STEER: mind the second file" in json.dumps(r["messages"])]
+    assert len(claude) >= 2 and steered and steered[0] is claude[1]  # its very next request
+    native = [r for r in requests if [m.get("content") for m in r.get("messages", []) if m["role"] == "user"][:1] == ["Main work."]]
+    assert native and all("STEER" not in json.dumps(r) for r in native)
+    assert [e["content"] for e in sub_events if e["kind"] == "MessageEvent" and e["role"] == "user"][-1] == "STEER: mind the second file"
+
+
+async def subagent_running_bash(server: RunningServer, cid: str) -> str:
+    """Wait until the conversation's one sub-agent runs its Bash call; its id."""
+    deadline = asyncio.get_running_loop().time() + 120
+    while True:
+        for entry in (await server.client.get(f"/api/conversations/{cid}/subagents")).json():
+            events = await all_events(server, cid, subagent_id=entry["subagent_id"])
+            if any(e["kind"] == "ACPToolCallEvent" and e.get("status") == "in_progress" for e in events):
+                return entry["subagent_id"]
+        assert asyncio.get_running_loop().time() < deadline, "Claude Code never ran its command"
+        await asyncio.sleep(0.1)

@@ -60,7 +60,8 @@ async def test_text_streams_through_on_delta_and_usage_is_reported(dialect: str,
     assert "".join(chunks) == response.text == "alpha beta gamma delta epsilon"
     assert response.tool_calls == []
     assert response.usage.model_dump() == {
-        "input_tokens": 11, "output_tokens": 5, "cache_read_tokens": 2, "llm_calls": 1
+        "input_tokens": 11, "output_tokens": 5, "cache_read_tokens": 2, "cache_write_tokens": 0, "llm_calls": 1,
+        "cost_usd": None, "unpriced_calls": 0,
     }
     assert response.stop_reason in ("stop", "end_turn")
     assert response.id

@@ -155,7 +155,8 @@ def test_usage_is_fixed_when_given_and_otherwise_derived_deterministically() -> 
     fixed = Script.load({"usage": {"input_tokens": 7, "output_tokens": 3}, "lanes": [
         {"name": "main", "turns": [{"text": "a"}, {"text": "b", "usage": {"input_tokens": 1}}]}]})
     assert fixed.select(request()).usage.model_dump() == {
-        "input_tokens": 7, "output_tokens": 3, "cache_read_tokens": 0, "llm_calls": 1}
+        "input_tokens": 7, "output_tokens": 3, "cache_read_tokens": 0, "cache_write_tokens": 0, "llm_calls": 1,
+        "cost_usd": None, "unpriced_calls": 0}
     assert fixed.select(request(turns=1)).usage.input_tokens == 1
 
     derived = Script.load({"lanes": [{"name": "main", "turns": [{"text": "x" * 40}]}]})

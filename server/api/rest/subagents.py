@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 
 from ..openapi import errors
+from ..schemas import SteerMessage
 from ...runtime import Runtime
 from ...runtime.workspaces import confined_path
 
@@ -26,6 +27,18 @@ async def cancel_subagent(conversation_id: str, subagent_id: str, request: Reque
     runtime: Runtime = request.app.state.runtime
     await runtime.cancel_subagent(conversation_id, subagent_id)
     return {"cancelled": subagent_id}
+
+
+@router.post("/api/conversations/{conversation_id}/subagents/{subagent_id}/messages", status_code=202,
+             responses=errors(404, 409, 422))
+async def steer_subagent(conversation_id: str, subagent_id: str, body: SteerMessage, request: Request) -> dict[str, Any]:
+    """Send a person's message to one running sub-agent: it reads it before its next model call.
+    Stored in the sub-agent's own stream as a user message (stamped; live on the root's socket
+    when forwarding is on), never in the parent's history. 409 ``subagent_not_running`` for an
+    ended sub-agent, 409 ``subagent_not_steerable`` (with why) for one whose backend cannot take
+    it, 404 for a sub-agent not in this tree. Returns the stored ``MessageEvent``."""
+    runtime: Runtime = request.app.state.runtime
+    return await runtime.steer_subagent(conversation_id, subagent_id, body.content)
 
 
 @router.get("/api/sub-agents", responses=errors(400))

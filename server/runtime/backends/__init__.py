@@ -12,6 +12,7 @@ from ...events import parse_event
 from ...llm import make_llm
 from .base import AgentBackend, AgentHost
 from .native import NativeBackend
+from ..budgets import native_model
 from ..history import messages_from_events
 from ..requests_first import RequestsFirst
 from ...specs import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS
@@ -95,6 +96,7 @@ async def _native(
         history=history,
         approval=host.approval,
         requests_first=requests_first,
+        provider=native_model(agent, host.settings)[1],
     )
 
 

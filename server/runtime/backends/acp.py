@@ -30,11 +30,11 @@ from pydantic import ValidationError
 from ...acp.child_sessions import ChildSessions
 from ...acp.client import ACPSession
 from ...acp.incoming import Incoming, is_subagent_update, unanswered
-from ...acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, SubagentWorkState, turn_usage
+from ...acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, SubagentWorkState, turn_model, turn_usage
 from ...acp.peer_permissions import asked_permission, peer_answer, policy_answer
 from ...environment import peer_environment
 from ...errors import ACPError
-from ...events import ConversationStateUpdateEvent, Event
+from ...events import ConversationStateUpdateEvent, Event, LLMCall
 from ..agent_types import PROJECT_ROOT
 from .base import AgentHost
 from ...specs import ACPAgentSpec
@@ -178,8 +178,15 @@ class ACPBackend:
                 await self.discard_session()
             raise error
         usage = turn_usage(session.last_prompt_result)
+        cost = self._mapper.turn_cost()
         if usage is not None:
-            await host.add_usage(usage)
+            call = LLMCall(model=turn_model(session.last_prompt_result))
+            if cost is not None:
+                # The agent's own figure wins: it covers the whole turn, its sub-agents' calls
+                # included (they report tokens only, so theirs count as unpriced).
+                usage = usage.with_cost(cost)
+                call = call.model_copy(update={"cost_source": "backend", "reported_cost_usd": cost})
+            await host.add_usage(usage, call)
         await self.apply(host, self._children.end_turn())
         end = self._mapper.end_turn()
         await self.apply(host, end.actions)

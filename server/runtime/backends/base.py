@@ -33,6 +33,11 @@ class AgentHost(Protocol):
     stop_hook: Callable[[], Awaitable[None]] | None
     """A sub-agent a peer agent runs: how to ask the peer to stop it (``None``: it cannot)."""
 
+    steer_hook: Callable[[str], Awaitable[None]] | None
+    """How to hand a person's message to this agent mid-run, when its backend (not the inbox)
+    carries it: set on a task's sub-agent by a backend that can (``claude_sdk``), or on a peer's
+    own sub-agent by a backend whose peer allows it (see ``runtime/capabilities.py``)."""
+
     async def emit(self, event: Event, *, wait: bool = True) -> None:
         """Record ``event`` in this conversation's stream (stamped when this is a sub-agent) and
         publish it where it belongs, once stored. Ephemeral events are only published.

@@ -84,7 +84,19 @@ class ClaudeSDKBackend:
     async def run(self, host: AgentHost) -> str | None:
         self._hosts[ROOT] = host
         await self._start()
+        if host.is_subagent:
+            host.steer_hook = self.steer  # a task's sub-agent running Claude Code: a person may write to it
         return await run_user_turns(host, self.run_turn)
+
+    async def steer(self, text: str) -> None:
+        """A person's message to this Claude Code session mid-turn: sent as a prompt of its own,
+        which Claude Code folds into its next model request (after the tool results in flight);
+        the turn's result then answers both."""
+        if isinstance(self.source, ReplaySession):
+            raise BadRequest("a replayed transcript takes no new message", code="subagent_not_steerable")
+        if not self.dispatcher.turn_active:
+            raise BadRequest("Claude Code is between turns", code="subagent_not_steerable")
+        await self.source.query(text, new_id())
 
     async def run_turn(self, text: str) -> str | None:
         """Send one prompt; its answer, once the result that answers it has come."""
@@ -177,7 +189,7 @@ class ClaudeSDKBackend:
             elif isinstance(action, CountUsage):
                 host = self._hosts.get(action.lane)
                 if host is not None:
-                    await host.add_usage(action.usage)
+                    await host.add_usage(action.usage, action.call)
             elif isinstance(action, TurnEnded):
                 if self._turn_end is not None and not self._turn_end.done():
                     self._turn_end.set_result(action)

@@ -45,9 +45,12 @@ class NativeBackend:
         history: list[ChatMessage],
         approval: Approval = NEVER,
         requests_first: RequestsFirst | None = None,
+        provider: str | None = None,
     ) -> None:
         self.llm = llm
         self.model = model
+        self.provider = provider
+        """Whose prices this model's calls are billed at (``runtime/pricing.py``)."""
         self.tools = {tool.name: tool for tool in tools}
         self.tool_specs = [spec_of(tool) for tool in tools]  # made once per tool, shared: never changed
         self.system_prompt = system_prompt
@@ -76,6 +79,8 @@ class NativeBackend:
                 return response.text
             final = await self.run_tool_calls(host, response)
             if final is not None:
+                if host.is_subagent and host.has_pending_messages:
+                    continue  # a person wrote to it meanwhile: it answers before it ends
                 return final
         raise BackendError(
             f"stopped after max_iterations={self.max_iterations} without finishing", code="max_iterations"
@@ -105,7 +110,7 @@ class NativeBackend:
         system = None if self._system_told else self.system_prompt
         self._system_told = True
         call = LLMCall(model=self.model, finish_reason=finish_reason, response_id=response.id, started_at=started_at,
-                       system_instructions=system)
+                       system_instructions=system, provider=self.provider)
         await host.add_usage(response.usage, call)
         return response
 
