@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
+PROJECT_ROOT = _PACKAGE.parent
+"""The checkout's root (where ``peers/`` is installed); in an installed package, site-packages."""
 _INSTALLED = _PACKAGE / "bundled"
 
 BUNDLED_ROOT = _INSTALLED if (_INSTALLED / "config").is_dir() else _PACKAGE.parent
@@ -35,3 +37,12 @@ def bundled_file(value: str) -> str:
         return str(candidate) if candidate.is_file() else value
     except (OSError, ValueError):  # inline text too long or odd to be a file name
         return value
+
+
+def project_path(value: str, cwd: Path) -> str:
+    """``value`` made absolute when it is a relative path found under the project root but not
+    in ``cwd`` (where a peer agent's command would look for it: ``peers/node_modules/...``)."""
+    if "/" not in value or Path(value).is_absolute() or (cwd / value).exists():
+        return value
+    candidate = PROJECT_ROOT / value
+    return str(candidate) if candidate.exists() else value

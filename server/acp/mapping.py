@@ -351,31 +351,3 @@ class SessionMapper:
                 self._incomplete.append(call.tool_call_id)
             call.changed()
             actions.append(Emit(call.event()))
-
-
-def turn_usage(result: Any) -> Usage | None:
-    """Tokens of a turn, from a ``session/prompt`` result's ``usage`` (an unstable ACP field)."""
-    usage = result.get("usage") if isinstance(result, dict) else None
-    if not isinstance(usage, dict):
-        return None
-
-    def count(key: str) -> int:
-        value = usage.get(key)
-        return value if isinstance(value, int) and value >= 0 else 0
-
-    return Usage(
-        input_tokens=count("inputTokens"),
-        output_tokens=count("outputTokens"),
-        cache_read_tokens=count("cachedReadTokens"),
-        cache_write_tokens=count("cachedWriteTokens"),
-    )
-
-
-def turn_model(result: Any) -> str | None:
-    """The model that answered a turn, when the agent names exactly one (claude-agent-acp's
-    ``_meta.quota.model_usage``): what the turn's tokens are priced by."""
-    meta = result.get("_meta") if isinstance(result, dict) else None
-    quota = meta.get("quota") if isinstance(meta, dict) else None
-    models = quota.get("model_usage") if isinstance(quota, dict) else None
-    names = {m.get("model") for m in models if isinstance(m, dict)} if isinstance(models, list) else set()
-    return names.pop() if len(names) == 1 and isinstance(next(iter(names)), str) else None

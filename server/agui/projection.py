@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .interrupts import interrupt
 from .lanes import Events, Lane, tool_result
 from .peer_calls import PeerCalls
+from .run_usage import run_cost, run_usage
 from .subagents import SubagentInfo, SubagentTracker
 
 Frame = tuple[int, dict[str, Any]]
@@ -194,7 +195,7 @@ class AguiProjection:
                 if raised.get("subagentRunId"):
                     suspended.setdefault(raised["subagentRunId"], []).append(raised["id"])
         self._subagents.close_run(out, suspended)
-        usage = self._run_usage()
+        usage = run_usage(self._run_base, self._root_usage, self._run_subagent_usage.values())
         if interrupts is not None:
             end: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self._run_id,
                                    "outcome": {"type": "interrupt", "interrupts": interrupts}}
@@ -210,50 +211,13 @@ class AguiProjection:
                 end["result"] = self._result
         if usage is not None:
             end["usage"] = [usage]
-            cost = self._run_cost()
-            if cost is not None:  # AG-UI's usage holds counts only: the cost rides in metadata
+            cost = run_cost(self._run_base, self._root_usage, self._run_subagent_usage.values())
+            if cost is not None:
                 end["metadata"] = {"taskwire": cost}
         out.append(end)
         self._run_id = None
         self._lanes = {}
         self.runs_ended += 1
-
-    def _run_usage(self) -> dict[str, int] | None:
-        """Tokens of every model call of the run, its sub-agents' included (AG-UI's rule)."""
-        base, now = self._run_base, self._root_usage
-        if base is None or now is None:
-            return None
-        keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "llm_calls")
-        counts = {key: max(0, int(now.get(key, 0) or 0) - int(base.get(key, 0) or 0)) for key in keys}
-        for usage in self._run_subagent_usage.values():
-            for key in keys:
-                counts[key] += max(0, int(usage.get(key, 0) or 0))
-        if not any(counts.values()):
-            return None
-        prompt = counts["input_tokens"] + counts["cache_read_tokens"] + counts["cache_write_tokens"]
-        entry = {
-            "inputTokens": prompt,
-            "outputTokens": counts["output_tokens"],
-            "totalTokens": prompt + counts["output_tokens"],
-            "cachedInputTokens": counts["cache_read_tokens"],
-        }
-        if counts["cache_write_tokens"]:
-            entry["cacheWriteInputTokens"] = counts["cache_write_tokens"]
-        return entry
-
-    def _run_cost(self) -> dict[str, Any] | None:
-        """What the run's priced calls cost (``cost_usd``) and how many had no price, or ``None``
-        when none was priced."""
-        base, now = self._run_base or {}, self._root_usage or {}
-        parts = [(now.get("cost_usd"), base.get("cost_usd"), now.get("unpriced_calls", 0), base.get("unpriced_calls", 0))]
-        parts += [(u.get("cost_usd"), None, u.get("unpriced_calls", 0), 0) for u in self._run_subagent_usage.values()]
-        cost: float | None = None
-        unpriced = 0
-        for spent, before, missing, missing_before in parts:
-            unpriced += max(0, int(missing or 0) - int(missing_before or 0))
-            if isinstance(spent, (int, float)):
-                cost = round((cost or 0.0) + spent - (before if isinstance(before, (int, float)) else 0.0), 12)
-        return None if cost is None else {"cost_usd": cost, "unpriced_calls": unpriced}
 
     # -- lanes ----------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from claude_agent_sdk import (
 
 from .actions import ROOT, Action, CountUsage, Emit, Lane, TurnEnded
 from .lanes import LaneState, StreamBlock
-from .results import answers_prompt, result_usage, turn_cost
+from .results import TurnCosts, answers_prompt, result_usage
 from .tool_calls import ToolCall, result_text
 from ..events.closing import closing_text
 from ..events import LLMCall, MessageEvent, StreamingDeltaEvent, SubagentFinishedEvent, SubagentStartedEvent
@@ -72,11 +72,7 @@ class ClaudeDispatcher:
         """An interrupted turn's output is still arriving; the main agent's is ignored until its result."""
         self.ignored = 0
         """Messages that implied nothing (stale, unknown call, finished lane), for diagnostics."""
-        self._reported_total = 0.0
-        """Claude Code's running cost total at the last result (``total_cost_usd``)."""
-        self._subagent_cost = 0.0
-        """What sub-agents' usage counted since the last result cost by the price table: the part
-        of Claude Code's next reported cost that is theirs, not the main agent's."""
+        self._costs = TurnCosts()
 
     # -- the driver's side ----------------------------------------------------------------
 
@@ -346,7 +342,7 @@ class ClaudeDispatcher:
         # Claude Code reports no cost per sub-agent: its tokens are priced by the table.
         usage, call = priced_call(lane.meter.total(), LLMCall(model=lane.meter.model, provider="anthropic"))
         if usage.llm_calls:
-            self._subagent_cost += usage.cost_usd or 0
+            self._costs.subagent_counted(usage)
             out.append(CountUsage(lane.id, usage, call))
         out.append(Emit(lane.id, SubagentFinishedEvent(status=status, result=result, usage=usage)))  # type: ignore[arg-type]
 
@@ -371,16 +367,8 @@ class ClaudeDispatcher:
         root = self._lanes[ROOT]
         usage = result_usage(message.usage, root.meter.calls) or root.meter.total()
         root.meter.reset()
-        call = LLMCall(model=root.meter.model, provider="anthropic")
-        cost = turn_cost(message.total_cost_usd, self._reported_total)
-        if cost is not None:
-            # Claude Code's own figure wins: the turn's cost, less what its sub-agents' share
-            # was counted as, is the main agent's; the tree's total is then Claude Code's.
-            self._reported_total = float(message.total_cost_usd)  # type: ignore[arg-type]
-            own = max(0.0, round(cost - self._subagent_cost, 12))
-            usage = usage.with_cost(own)
-            call = call.model_copy(update={"cost_source": "backend", "reported_cost_usd": cost})
-            self._subagent_cost = 0.0
+        usage, call = self._costs.main_turn(usage, LLMCall(model=root.meter.model, provider="anthropic"),
+                                            message.total_cost_usd)
         if usage.llm_calls or usage.input_tokens or usage.output_tokens:
             out.append(CountUsage(ROOT, usage, call))
         if self._prompt_id is None and self.draining:

@@ -6,7 +6,7 @@ from typing import Any
 
 from claude_agent_sdk import ResultMessage
 
-from ..events import Usage
+from ..events import LLMCall, Usage
 from taskwire_client.events import COST_DIGITS
 
 
@@ -39,3 +39,33 @@ def turn_cost(reported: Any, before: float) -> float | None:
     if not isinstance(reported, (int, float)) or isinstance(reported, bool) or reported < 0:
         return None
     return round(float(reported) - before, COST_DIGITS) if reported >= before else float(reported)
+
+
+class TurnCosts:
+    """Claude Code's own cost figure, split between the main agent and its sub-agents.
+
+    Claude Code reports one running total for the session (a result's ``total_cost_usd``) and
+    nothing per sub-agent, so each sub-agent is priced by the table from its tokens, and the
+    main agent's share of a turn is the turn's reported cost less what its sub-agents were
+    counted as: the tree's total is then Claude Code's figure."""
+
+    def __init__(self) -> None:
+        self._reported_total = 0.0
+        """Claude Code's running total at the last result."""
+        self._subagent_cost = 0.0
+        """What sub-agents counted since the last result, by the price table."""
+
+    def subagent_counted(self, usage: Usage) -> None:
+        """A sub-agent's priced usage was counted: its cost is part of the next turn's figure."""
+        self._subagent_cost += usage.cost_usd or 0
+
+    def main_turn(self, usage: Usage, call: LLMCall, reported: Any) -> tuple[Usage, LLMCall]:
+        """The main agent's usage and call for a turn whose result reported ``reported``
+        (unchanged when it reported no cost)."""
+        cost = turn_cost(reported, self._reported_total)
+        if cost is None:
+            return usage, call
+        self._reported_total = float(reported)
+        own = max(0.0, round(cost - self._subagent_cost, COST_DIGITS))
+        self._subagent_cost = 0.0
+        return usage.with_cost(own), call.model_copy(update={"cost_source": "backend", "reported_cost_usd": cost})

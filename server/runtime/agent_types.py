@@ -23,12 +23,10 @@ from typing import Any, Callable, Iterable
 import yaml
 
 from ..permissions.policy import NEVER, Approval, parse_approval
-from ..resources import CONFIG_DIR, PLUGINS_DIR
+from ..resources import CONFIG_DIR, PLUGINS_DIR, PROJECT_ROOT  # noqa: F401  (PROJECT_ROOT: tests read it here)
 
 log = logging.getLogger(__name__)
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-"""The checkout's root (where ``peers/`` is installed); in an installed package, site-packages."""
 BUILTIN_DIR = CONFIG_DIR / "agents"
 BUNDLED_PLUGINS_DIR = PLUGINS_DIR
 

@@ -30,12 +30,13 @@ from pydantic import ValidationError
 from ...acp.child_sessions import ChildSessions
 from ...acp.client import ACPSession
 from ...acp.incoming import Incoming, is_subagent_update, unanswered
-from ...acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, SubagentWorkState, turn_model, turn_usage
+from ...acp.mapping import Action, CloseReason, Emit, SessionMapper, StartSubagent, SubagentWorkState
+from ...acp.turns import turn_call
 from ...acp.peer_permissions import asked_permission, peer_answer, policy_answer
 from ...environment import peer_environment
 from ...errors import ACPError
-from ...events import ConversationStateUpdateEvent, Event, LLMCall
-from ..agent_types import PROJECT_ROOT
+from ...events import ConversationStateUpdateEvent, Event
+from ...resources import project_path
 from .base import AgentHost
 from ...specs import ACPAgentSpec
 
@@ -93,8 +94,8 @@ class ACPBackend:
         cwd = host.workspace / spec.cwd if spec.cwd else host.workspace
         return cls(
             spec,
-            command=_project_path(spec.command, cwd),
-            args=[_project_path(arg, cwd) for arg in spec.args],
+            command=project_path(spec.command, cwd),
+            args=[project_path(arg, cwd) for arg in spec.args],
             env=peer_environment(spec.env),
             cwd=cwd,
             policy_asks=not host.approval.never,
@@ -177,16 +178,9 @@ class ACPBackend:
             if error.code == "acp_crashed":
                 await self.discard_session()
             raise error
-        usage = turn_usage(session.last_prompt_result)
-        cost = self._mapper.turn_cost()
-        if usage is not None:
-            call = LLMCall(model=turn_model(session.last_prompt_result))
-            if cost is not None:
-                # The agent's own figure wins: it covers the whole turn, its sub-agents' calls
-                # included (they report tokens only, so theirs count as unpriced).
-                usage = usage.with_cost(cost)
-                call = call.model_copy(update={"cost_source": "backend", "reported_cost_usd": cost})
-            await host.add_usage(usage, call)
+        used = turn_call(session.last_prompt_result, self._mapper.turn_cost())
+        if used is not None:
+            await host.add_usage(*used)
         await self.apply(host, self._children.end_turn())
         end = self._mapper.end_turn()
         await self.apply(host, end.actions)
@@ -400,11 +394,3 @@ class ACPBackend:
     async def close(self) -> None:
         await self.discard_session()
 
-
-def _project_path(value: str, cwd: Path) -> str:
-    """``value`` made absolute when it is a relative path found under the project root but not
-    in ``cwd`` (where the agent would look for it)."""
-    if "/" not in value or Path(value).is_absolute() or (cwd / value).exists():
-        return value
-    candidate = PROJECT_ROOT / value
-    return str(candidate) if candidate.exists() else value
