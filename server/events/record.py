@@ -37,6 +37,10 @@ class EventRecord:
     body: str | None = field(default=None, compare=False, repr=False)
     """Append only: the event's folded readable text (``taskwire.events.body_text``), which the
     store keeps beside the JSON for ``body=`` searches; ``None`` on records read back."""
+    row_status: tuple[str, str | None] | None = field(default=None, compare=False, repr=False)
+    """Append only: a status event's ``(status, reason)``, which the store writes on its
+    conversation's row in the event's own transaction, so the row and its stream agree at
+    every moment (``None``: not a status event)."""
 
     @property
     def is_subagent_event(self) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from ..errors import BadRequest, ConversationNotFound
-from ..events import Event, EventRecord
+from ..events import ConversationStateUpdateEvent, Event, EventRecord
 from ..events.body_text import body_text
 from taskwire_client.events import _utc_z as _wire_timestamp
 from .base import ConversationRecord
@@ -45,7 +45,21 @@ def event_record(conversation_id: str, root_id: str, event: Event) -> EventRecor
         parent_tool_use_id=event.parent_tool_use_id,
         json=json,
         body=body_text(event),
+        row_status=_row_status(event),
     )
+
+
+def _row_status(event: Event) -> tuple[str, str | None] | None:
+    if isinstance(event, ConversationStateUpdateEvent) and event.key == "status" and isinstance(event.value, str):
+        return event.value, event.reason
+    return None
+
+
+def status_patch(row_status: tuple[str, str | None], timestamp: str) -> ConversationPatch:
+    """What a status event (``EventRecord.row_status``, stored at ``timestamp``) writes on its
+    conversation's row: ``status``, ``status_reason`` and ``updated_at``."""
+    status, reason = row_status
+    return conversation_patch({"status": status, "status_reason": reason}, datetime.fromisoformat(timestamp))
 
 
 _TIMESTAMP_KEY = '"timestamp":"'
