@@ -27,6 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,13 @@ def growth(samples: list[Sample], limit: float = 5.0) -> dict[str, Any]:
             "verdict": verdict}
 
 
+async def _root_statuses(client: httpx.AsyncClient) -> Counter[str]:
+    statuses: Counter[str] = Counter()
+    for status in ("idle", "running", "paused", "finished", "error"):
+        statuses[status] = (await client.get("/api/conversations/count", params={"status": status})).json()
+    return +statuses
+
+
 class Load:
     """``trees`` clients, each starting a tree, following it to its end, starting the next."""
 
@@ -101,7 +109,8 @@ class Load:
         self.client, self.ws, self.model_url = client, ws, model_url
         self.done = 0
         self.errors = 0
-        self.last_error = ""
+        self.kinds: Counter[str] = Counter()
+        """What the failures were: a tree that ended otherwise, or the client's own trouble."""
 
     async def client_loop(self, until: float) -> None:
         while time.perf_counter() < until:
@@ -113,7 +122,7 @@ class Load:
                 self.done += 1
             except Exception as exc:  # counted and shown; the soak goes on
                 self.errors += 1
-                self.last_error = repr(exc)[:300]
+                self.kinds[repr(exc)[:200]] += 1
                 await asyncio.sleep(1)
 
 
@@ -159,8 +168,12 @@ async def soak(args: argparse.Namespace, folder: Path) -> list[Sample]:
                 for c in clients:
                     c.cancel()
                 await asyncio.gather(*clients, return_exceptions=True)
-            if load.last_error:
-                print(f"last error: {load.last_error}")
+            for error, count in load.kinds.most_common():
+                print(f"error x{count}: {error}")
+            # Whether failed clients' trees failed too, or only the client (a socket that could not
+            # open on a loaded machine): what the store says of every root.
+            statuses = await _root_statuses(client)
+            print("roots by status in the store: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
     return samples
 
 

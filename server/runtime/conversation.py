@@ -193,7 +193,7 @@ class ConversationHost:
             return None
         # Events emitted without waiting are stored first: when REST shows the new status, the
         # stream before it is whole. The store writes the row with the event, in one
-        # transaction (``EventRecord.row_status``): the row and the stream agree at every moment.
+        # transaction (``EventRecord.row_update``): the row and the stream agree at every moment.
         await self._store.flush()
         event = ConversationStateUpdateEvent(key="status", value=status, reason=reason)
         await self.emit(event)
@@ -371,9 +371,7 @@ class ConversationHost:
     ) -> None:
         async def finish() -> None:
             await self._store.flush()  # as in set_status: the row never runs ahead of the stream
-            child.record = await self._store.update_conversation(
-                child.conversation_id, held=child.record, subagent_status=status, result=result
-            )
+            # The event sets the row's outcome in its own transaction (``EventRecord.row_update``).
             await child.emit(
                 SubagentFinishedEvent(
                     status=status,  # type: ignore[arg-type]
@@ -381,6 +379,7 @@ class ConversationHost:
                     usage=usage if usage is not None else child.record.usage,
                 )
             )
+            child.record = child.record.model_copy(update={"subagent_status": status, "result": result})
 
         try:
             await child.whole(finish())

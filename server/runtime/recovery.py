@@ -70,7 +70,6 @@ async def close_interrupted_calls(store: Store, root: ConversationHost, reason: 
             paused.parent_tool_use_id, paused.subagent_id = record.parent_tool_use_id, record.id
             await root.emit_in(record.id, paused)
         if not record.is_root and (record.subagent_status or "running") == "running":
-            await store.update_conversation(record.id, subagent_status="error", result=f"interrupted: {reason}")
             finished = SubagentFinishedEvent(status="error", result=f"interrupted: {reason}", usage=record.usage)
             finished.parent_tool_use_id, finished.subagent_id = record.parent_tool_use_id, record.id
             await root.emit_in(record.id, finished)

@@ -34,7 +34,7 @@ from .postgres_conversations import PostgresConversationStore, update_row
 from .postgres_pool import PostgresPool
 from .postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
 from .postgres_text import BEHIND, TEXT_PLAN, body_match, index_some, text_branches, text_search
-from .rows import check_deletable, event_record, status_patch
+from .rows import check_deletable, event_record, row_patch
 from .server_secrets import PAGE_KEY, draw, postgres_secret
 
 T = TypeVar("T")
@@ -138,9 +138,9 @@ class _EventWriter:
             columns += [[getattr(r, column) for r in records] for column in _COLUMNS]
             columns.append([r.body or "" for r in records])
             await conn.execute(_INSERT, *columns)
-            for record in records:  # a status event's row, in the event's own transaction
-                if record.row_status is not None:
-                    patch = status_patch(record.row_status, record.timestamp)
+            for record in records:  # the row an event states (a status), in the event's own transaction
+                if record.row_update is not None:
+                    patch = row_patch(record)
                     await update_row(conn, record.conversation_id, patch.values, patch.now)
             for tree in trees.values():
                 if tree["last_seq"] - tree["counted_seq"] >= self._fold_after:

@@ -30,7 +30,7 @@ import aiosqlite
 from ..events import EventRecord
 from .base import EventQuery
 from .filters import SqlDialect, Window, time_window_sql, window_from_row
-from .rows import status_patch
+from .rows import row_patch
 from .sqlite_conversations import update_statement
 from .sqlite_database import SQLiteDatabase
 from .sqlite_text import (
@@ -120,8 +120,7 @@ class SQLiteEventWriter:
         async with self._db.locked(urgent=True) as conn:
             # Read under the lock: a tree deleted meanwhile is no longer cached.
             keys = {record.root_id: self._keys.get(record.root_id) for record in records}
-            rows = [update_statement(r.conversation_id, status_patch(r.row_status, r.timestamp))
-                    for r in records if r.row_status is not None]
+            rows = [update_statement(r.conversation_id, row_patch(r)) for r in records if r.row_update is not None]
             try:
                 if None not in keys.values() and not rows:
                     await conn.execute(_insert_rows(len(records)), _values(keys, records))  # type: ignore[arg-type]
@@ -242,7 +241,7 @@ async def _write_in_transaction(
     rows: Sequence[tuple[str, list[Any]]],
 ) -> dict[str, int]:
     """Give the trees of ``keys`` that have none a key, insert ``records`` and run ``rows``
-    (the conversation rows that status events set): one transaction in one trip to the
+    (the conversation rows that events state: ``EventRecord.row_update``): one transaction in one trip to the
     writer's thread (a burst of new conversations puts hundreds of new trees in one batch;
     trip by trip, the write lock was held for two trips per tree)."""
     new = [root_id for root_id, key in keys.items() if key is None]
