@@ -137,7 +137,9 @@ async def soak(args: argparse.Namespace, folder: Path) -> list[Sample]:
     samples: list[Sample] = []
     async with servers.running(margv, menv, servers.ROOT, mport, folder / "mock.log") as model, \
             servers.running(argv, env, servers.ROOT, port, folder / "server.log") as server:
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+        # Idle connections dropped well before uvicorn's 5 s keep-alive: a request sent on one the
+        # server is closing fails with a ReadError that is the client's, not the server's.
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None, keepalive_expiry=1)
         async with httpx.AsyncClient(base_url=server.base, timeout=120, limits=limits) as client:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{mport}") as probe:
                 await servers.wait_ready(probe, "/script/status", model, "mock-llm")
