@@ -55,20 +55,6 @@ def _load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-async def _ready(client: httpx.AsyncClient, path: str, server: servers.Process, name: str) -> None:
-    deadline = time.perf_counter() + 120
-    while time.perf_counter() < deadline:
-        try:
-            if (await client.get(path)).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if server.proc.returncode is not None:
-            raise RuntimeError(f"{name} exited while starting; see its log")
-        await asyncio.sleep(0.1)
-    raise TimeoutError(f"{name} did not answer {path} within 120 s")
-
-
 def _summary(batch: list[tc.Tree], wall: float, calls: int) -> dict[str, float]:
     first = [t.first_subagent * 1000 for t in batch]
     end = [t.end * 1000 for t in batch]
@@ -96,8 +82,8 @@ async def measure_side(side: str, python: Path, folder: Path, args: argparse.Nam
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
         async with httpx.AsyncClient(base_url=server.base, timeout=600, limits=limits) as client:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{mport}") as probe:
-                await _ready(probe, "/script/status", mock, "mock-llm")
-            await _ready(client, ready, server, side)
+                await servers.wait_ready(probe, "/script/status", mock, "mock-llm")
+            await servers.wait_ready(client, ready, server, side)
             figures["rss_idle"] = server.memory()["rss"]
             ws = server.base.replace("http", "ws", 1)
 

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,6 +147,24 @@ def taskwire_tree_server(db: Path, folder: Path, subagents: int) -> tuple[list[s
     env.update(OH_FORWARD_SUBAGENT_EVENTS="true", OH_MAX_PARALLEL_SUBAGENTS=str(subagents), OH_WS_QUEUE_SIZE="1000000",
                OH_MAX_SUBSCRIBERS="100000", OH_CONFIG_FILE=str(folder / "none.toml"))
     return argv, env, port
+
+
+async def wait_ready(client: Any, path: str, server: Process, name: str, timeout: float = 120) -> None:
+    """Poll ``path`` with ``client`` (an ``httpx.AsyncClient``) until it answers 200; fail if the
+    process exits first or ``timeout`` s pass."""
+    import httpx
+
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        try:
+            if (await client.get(path)).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if server.proc.returncode is not None:
+            raise RuntimeError(f"{name} exited while starting; see its log")
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"{name} did not answer {path} within {timeout:g} s")
 
 
 def cpu_seconds(pid: int) -> float:

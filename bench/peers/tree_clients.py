@@ -81,8 +81,9 @@ async def taskwire_tree(client: httpx.AsyncClient, ws_base: str, model_url: str)
                                                              "initial_message": trees.ROOT_PROMPT, "run": True})
     response.raise_for_status()
     tree.ids["conversation"] = conversation = response.json()["id"]
+    # A generous open timeout: a soak runs on a machine other work may load for minutes.
     async with websockets.connect(f"{ws_base}/sockets/events/{conversation}?resend_mode=all", max_size=None,
-                                  compression=None, ping_interval=None) as socket:
+                                  compression=None, ping_interval=None, open_timeout=60) as socket:
         async for frame in socket:
             event = json.loads(frame)
             tree.events.append(event)

@@ -7,6 +7,7 @@ delivery never re-serialize. The other fields route and filter without parsing t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -37,6 +38,11 @@ class EventRecord:
     body: str | None = field(default=None, compare=False, repr=False)
     """Append only: the event's folded readable text (``taskwire.events.body_text``), which the
     store keeps beside the JSON for ``body=`` searches; ``None`` on records read back."""
+    row_update: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    """Append only: the fields of its conversation's record that the event states (a status
+    event's ``status`` and ``status_reason``; a ``SubagentFinishedEvent``'s ``subagent_status``
+    and ``result``), which the store writes on the row in the event's own transaction, so the
+    row and its stream agree at every moment (``None``: the event states none)."""
 
     @property
     def is_subagent_event(self) -> bool:

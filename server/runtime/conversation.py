@@ -5,10 +5,11 @@ one place events enter the system: ``emit`` stamps (sub-agents), appends to the 
 hands the record to the conversation's sink (the root's topic publisher, or the forwarding
 callback of a sub-agent).
 
-A change that takes several writes (a status: its row, then its event; a sub-agent's start or
-end) runs whole, as the store's own (``Store.own``), after this conversation's previous ones:
-a run cancelled in the middle of one leaves the row and the stream agreeing, and its clean-up
-(``paused``, closed tool calls) is written after it.
+A change that takes several writes (a sub-agent's start or end: its row, then its event) runs
+whole, as the store's own (``Store.own``), after this conversation's previous ones: a run
+cancelled in the middle of one leaves the row and the stream agreeing, and its clean-up
+(``paused``, closed tool calls) is written after it. A status is one write: its event, which
+sets the row in the same transaction.
 
 Two mixins keep the class small: ``spending.py`` (usage, subtree totals, budgets) and
 ``subagent_hosts.py`` (starting and finishing sub-agents).
@@ -26,6 +27,7 @@ from ..events import ConversationStateUpdateEvent, Event, PermissionOption
 from ..permissions.policy import Approval, agent_approval
 from .forwarding import RecordSink, TopicPublisher, stamp
 from .history import HISTORY_EVENTS
+from .labels import ChildLabels
 from .permissions import PermissionResolution, TreePermissions
 from .spending import Spending
 from .subagent_hosts import SubagentHosts
@@ -74,7 +76,8 @@ class ConversationHost(Spending, SubagentHosts):
         self._inbox: list[str] = []
         self._pause = asyncio.Event()
         self.task: asyncio.Task[Any] | None = None
-        self._label_counter = 0
+        # A root loaded from the store may have spawned sub-agents before: counted when needed.
+        self._labels = ChildLabels(self.label, 0 if new_stream or parent is not None else None)
         self._slots: asyncio.Semaphore | None = None
         self.last_used = time.monotonic()
         """When a command last reached this conversation (the runtime unloads idle ones)."""
@@ -113,10 +116,6 @@ class ConversationHost(Spending, SubagentHosts):
         """The deterministic name models see: ``task-1``, ``task-1.2``; the root has none."""
         return self.record.label or ""
 
-    def next_child_label(self) -> str:
-        """Name the next sub-agent this conversation spawns, in the order of its calls."""
-        self._label_counter += 1
-        return f"{self.label}.{self._label_counter}" if self.label else f"task-{self._label_counter}"
 
     # -- events ---------------------------------------------------------------------------
 
@@ -185,7 +184,7 @@ class ConversationHost(Spending, SubagentHosts):
         return self._publisher.last_seq
 
     async def set_status(self, status: str, reason: str | None = None) -> str | None:
-        """Record ``status``: the row, then its event, whole (see the module docstring).
+        """Record ``status``: its event, which the store writes with the row (see the module docstring).
         ``reason``: why, when it is not the run's own doing or a person's (the store stopped
         it); stored as the record's ``status_reason`` and on the event. Returns the id of its
         event (``None`` when nothing changed)."""
@@ -195,14 +194,14 @@ class ConversationHost(Spending, SubagentHosts):
         if self.record.status == status and self.record.status_reason == reason:
             return None
         # Events emitted without waiting are stored first: when REST shows the new status, the
-        # stream before it is whole. The status event comes after, so a socket's first frame
-        # never names a status its replay has not reached.
+        # stream before it is whole. The store writes the row with the event, in one
+        # transaction (``EventRecord.row_update``): the row and the stream agree at every moment.
         await self._store.flush()
-        self.record = await self._store.update_conversation(
-            self.conversation_id, held=self.record, status=status, status_reason=reason
-        )
         event = ConversationStateUpdateEvent(key="status", value=status, reason=reason)
         await self.emit(event)
+        self.record = self.record.model_copy(
+            update={"status": status, "status_reason": reason, "updated_at": event.timestamp}
+        )
         return event.id
 
     async def stored_state(self, key: str) -> Any:
@@ -264,6 +263,19 @@ class ConversationHost(Spending, SubagentHosts):
             self._backend = await self._backend_factory(self)
             self._known = None  # not kept for a backend that did not take it
         return self._backend
+
+    async def release_backend(self) -> None:
+        """At its run's end: drop a backend that holds nothing the store does not (see
+        ``AgentBackend.holds_session``); the next run builds it again from the stream."""
+        backend = self._backend
+        if backend is not None and not backend.holds_session:
+            self._backend = None
+            await backend.close()
+
+    @property
+    def holds_nothing(self) -> bool:
+        """No backend and no live sub-agent: everything it knows, the store holds."""
+        return self._backend is None and not self.children
 
     async def close(self, reason: str = "the server stopped the run") -> None:
         """Stop the run (if any) and release the backend. ``reason`` is what a permission

@@ -2,8 +2,10 @@
 
 It holds the live ``ConversationHost`` of each root that may run, and one ``TopicPublisher``
 per tree. The API layer talks to this class only; backends talk to their host only. A root
-neither running nor used for ``OH_IDLE_UNLOAD_SECONDS`` is unloaded (its backend closed: a peer
-agent's process ends, a native agent's history is dropped) and loads again from the store.
+whose run ended and that holds nothing the store does not (a native agent) is unloaded at
+once; one that holds a peer's session, neither running nor used for ``OH_IDLE_UNLOAD_SECONDS``,
+is unloaded then (its backend closed: the peer's process ends). Either loads again from the
+store.
 """
 
 from __future__ import annotations
@@ -246,6 +248,17 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
             del self._roots[host.conversation_id]
         self._stranded.strand(host.conversation_id, stopped_by_store or self.store.health.reason or "a write failed",
                               stopped_by_store=stopped_by_store is not None)
+
+    async def _run_ended(self, host: ConversationHost) -> None:
+        """A root's run ended, its writes stored: release what it holds that the store holds
+        too, at once, whatever ``OH_IDLE_UNLOAD_SECONDS`` says. One left holding nothing (a
+        native agent) is unloaded: the next command loads it from the store, as with replicas
+        (where ``Ownership`` gives it up). A peer's session stays for a follow-up until the
+        idle unload."""
+        await host.release_backend()
+        if host.holds_nothing and not self.ownership.shared and self._roots.get(host.conversation_id) is host:
+            del self._roots[host.conversation_id]
+            await host.close()
 
     @owned
     async def reconcile(self, conversation_id: str, resume: bool, reason: str) -> None:

@@ -64,13 +64,12 @@ async def close_interrupted_calls(store: Store, root: ConversationHost, reason: 
         await root.permissions.publish_recovered()
     for record in await store.tree(root.root_id):
         if not record.is_root and record.status == "running":
-            # Its run ended unrecorded: cut short, as ``Runtime.drive`` records it.
-            await store.update_conversation(record.id, status="paused")
+            # Its run ended unrecorded: cut short, as ``Runtime.drive`` records it (the event
+            # sets the row).
             paused = ConversationStateUpdateEvent(key="status", value="paused")
             paused.parent_tool_use_id, paused.subagent_id = record.parent_tool_use_id, record.id
             await root.emit_in(record.id, paused)
         if not record.is_root and (record.subagent_status or "running") == "running":
-            await store.update_conversation(record.id, subagent_status="error", result=f"interrupted: {reason}")
             finished = SubagentFinishedEvent(status="error", result=f"interrupted: {reason}", usage=record.usage)
             finished.parent_tool_use_id, finished.subagent_id = record.parent_tool_use_id, record.id
             await root.emit_in(record.id, finished)
@@ -79,7 +78,8 @@ async def close_interrupted_calls(store: Store, root: ConversationHost, reason: 
 
 async def restate_status(store: Store, root: ConversationHost) -> None:
     """Record the root's status event again when its stream's last one differs from its row:
-    a status is two writes (the row, then the event), and the store may have failed between."""
+    a database written before a status became one write (its event, which sets the row) may
+    hold a row ahead of its stream."""
     if await _last_status(store, root.root_id) != root.record.status:
         await root.emit(ConversationStateUpdateEvent(key="status", value=root.record.status, reason=root.record.status_reason))
 

@@ -43,6 +43,9 @@ class RunCommands:
     def _strand(self, host: ConversationHost, *, stopped_by_store: str | None) -> None:
         raise NotImplementedError
 
+    async def _run_ended(self, host: ConversationHost) -> None:
+        raise NotImplementedError
+
     @owned
     async def run(self, conversation_id: str) -> None:
         host = await self.host(conversation_id)
@@ -75,6 +78,8 @@ class RunCommands:
             if self.store.health.failures != failures:  # some write failed meanwhile, maybe ours
                 self._strand(host, stopped_by_store=stopped_by_store)
                 await host.close()
+            else:  # still this task's: no other run of this host starts meanwhile
+                await self._run_ended(host)
 
     async def drive(self, host: ConversationHost, started: asyncio.Event | None = None) -> str | None:
         """Run ``host``'s backend once, recording status changes and failures in its stream.

@@ -33,6 +33,7 @@ class SubagentHosts:
         """A child conversation for a sub-agent; ``managed``: taskwire's task manager runs it
         (so it can be cancelled even before its run task exists), not a peer agent; ``cwd``: the
         folder a peer's sub-agent works in, when it is not the parent's."""
+        label = await self._labels.next(self._count_children)
         record = ConversationRecord(
             id=new_id(),
             root_id=self.root_id,
@@ -44,7 +45,7 @@ class SubagentHosts:
             workspace=str(self.workspace),
             status="idle",
             subagent_status="running",
-            label=self.next_child_label(),
+            label=label,
         )
         child = type(self)(
             record,
@@ -98,10 +99,11 @@ class SubagentHosts:
 
         async def finish() -> None:
             await self._store.flush()  # as in set_status: the row never runs ahead of the stream
-            child.record = await self._store.update_conversation(
-                child.conversation_id, held=child.record, subagent_status=status, result=result,
-                **({"status_reason": stop.describe()} if stop is not None else {}),
-            )
+            if stop is not None:  # why it stopped: the row's alone (the event names the limit)
+                child.record = await self._store.update_conversation(
+                    child.conversation_id, held=child.record, status_reason=stop.describe()
+                )
+            # The event sets the row's outcome in its own transaction (``EventRecord.row_update``).
             await child.emit(
                 SubagentFinishedEvent(
                     status=status,  # type: ignore[arg-type]
@@ -111,12 +113,16 @@ class SubagentHosts:
                     budget=stop.public() if stop is not None else None,
                 )
             )
+            child.record = child.record.model_copy(update={"subagent_status": status, "result": result})
 
         try:
             await child.whole(finish())
         finally:
             await child.close()
             self.children.pop(child.conversation_id, None)
+
+    async def _count_children(self) -> int:
+        return sum(1 for record in await self._store.tree(self.root_id) if record.parent_id == self.conversation_id)
 
     def subagent_slots(self, limit: int) -> asyncio.Semaphore:
         """Bounds how many sub-agents of this conversation run at once."""

@@ -30,11 +30,11 @@ from .filters import SqlDialect, count_sql, counted_sql, indexed_term
 from .group_commit import GroupCommit, OnStored
 from .health import StoreHealth
 from .pagination import event_page, event_search_sql
-from .postgres_conversations import PostgresConversationStore
+from .postgres_conversations import PostgresConversationStore, update_row
 from .postgres_pool import PostgresPool
 from .postgres_summaries import FOLD_AFTER, counted, delete_summaries, fold, time_window
 from .postgres_text import BEHIND, TEXT_PLAN, body_match, index_some, text_branches, text_search
-from .rows import check_deletable, event_record
+from .rows import check_deletable, event_record, row_patch
 from .server_secrets import PAGE_KEY, draw, postgres_secret
 
 T = TypeVar("T")
@@ -138,6 +138,10 @@ class _EventWriter:
             columns += [[getattr(r, column) for r in records] for column in _COLUMNS]
             columns.append([r.body or "" for r in records])
             await conn.execute(_INSERT, *columns)
+            for record in records:  # the row an event states (a status), in the event's own transaction
+                if record.row_update is not None:
+                    patch = row_patch(record)
+                    await update_row(conn, record.conversation_id, patch.values, patch.now)
             for tree in trees.values():
                 if tree["last_seq"] - tree["counted_seq"] >= self._fold_after:
                     await fold(conn, tree["id"], tree["counted_seq"], tree["last_seq"])

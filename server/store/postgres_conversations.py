@@ -3,6 +3,7 @@ columns that are searched (tree, parent, status, times); the same layout as SQLi
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -24,6 +25,20 @@ _INSERT = (
     "ON CONFLICT (id) DO NOTHING RETURNING id"
 )
 _UPDATE = "UPDATE conversations SET status = $2, updated_at = $3, json = $4 WHERE id = $1"
+
+
+async def update_row(
+    conn: asyncpg.Connection, conversation_id: str, fields: dict[str, Any], now: datetime
+) -> ConversationRecord | None:
+    """Set ``fields`` on a conversation's row inside the caller's transaction (read first, under
+    a row lock); the record as stored, or ``None`` when there is no such row."""
+    json = await conn.fetchval("SELECT json FROM conversations WHERE id = $1 FOR UPDATE", conversation_id)
+    if json is None:
+        return None
+    record = updated_conversation(_record(json), fields, now)
+    row = dict(zip(CONVERSATION_COLUMNS, conversation_row(record)))
+    await conn.execute(_UPDATE, record.id, row["status"], row["updated_at"], row["json"])
+    return record
 
 
 def _record(json: str) -> ConversationRecord:
@@ -49,12 +64,9 @@ class PostgresConversationStore:
         written, so it is read first (under a row lock), whoever else may have written it."""
 
         async def update(conn: asyncpg.Connection) -> ConversationRecord:
-            json = await conn.fetchval("SELECT json FROM conversations WHERE id = $1 FOR UPDATE", conversation_id)
-            if json is None:
+            record = await update_row(conn, conversation_id, fields, utc_now())
+            if record is None:
                 raise ConversationNotFound(conversation_id)
-            record = updated_conversation(_record(json), fields, utc_now())
-            row = dict(zip(CONVERSATION_COLUMNS, conversation_row(record)))
-            await conn.execute(_UPDATE, record.id, row["status"], row["updated_at"], row["json"])
             return record
 
         return await self._db.write(update)

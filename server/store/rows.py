@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from ..errors import BadRequest, ConversationNotFound
-from ..events import Event, EventRecord
+from ..events import ConversationStateUpdateEvent, Event, EventRecord, SubagentFinishedEvent
 from ..events.body_text import body_text
 from taskwire_client.events import _utc_z as _wire_timestamp
 from .base import ConversationRecord
@@ -45,7 +45,23 @@ def event_record(conversation_id: str, root_id: str, event: Event) -> EventRecor
         parent_tool_use_id=event.parent_tool_use_id,
         json=json,
         body=body_text(event),
+        row_update=_row_update(event),
     )
+
+
+def _row_update(event: Event) -> dict[str, Any] | None:
+    if isinstance(event, ConversationStateUpdateEvent) and event.key == "status" and isinstance(event.value, str):
+        return {"status": event.value, "status_reason": event.reason}
+    if isinstance(event, SubagentFinishedEvent):
+        return {"subagent_status": event.status, "result": event.result}
+    return None
+
+
+def row_patch(record: EventRecord) -> ConversationPatch:
+    """What an event that states fields of its conversation's record (``EventRecord.row_update``)
+    writes on the row, with ``updated_at`` = the event's time."""
+    assert record.row_update is not None
+    return conversation_patch(record.row_update, datetime.fromisoformat(record.timestamp))
 
 
 _TIMESTAMP_KEY = '"timestamp":"'

@@ -10,7 +10,7 @@ from ..errors import ConversationNotFound
 from taskwire_client.events import utc_now
 from .base import MAX_PAGE, ConversationPage, ConversationRecord
 from .pagination import check_page_request, conversation_page, decode_conversation_page_id
-from .rows import CONVERSATION_COLUMNS, conversation_patch, conversation_row
+from .rows import CONVERSATION_COLUMNS, ConversationPatch, conversation_patch, conversation_row
 from .sqlite_database import SQLiteDatabase
 
 _INSERT = (
@@ -29,6 +29,15 @@ def _update_sql(fields: Sequence[str], status: bool, returned: str) -> str:
         f"UPDATE conversations SET updated_at = ?, {'status = ?, ' if status else ''}"
         f"json = json_set(json{paths}) WHERE id = ? RETURNING {returned}"
     )
+
+
+def update_statement(conversation_id: str, patch: ConversationPatch, returned: str = "id") -> tuple[str, list[Any]]:
+    """The ``UPDATE`` writing ``patch`` on a conversation's row, and its parameters."""
+    params: list[Any] = [patch.updated_at]
+    if patch.status is not None:
+        params.append(patch.status)
+    params += [patch.updated_at_json, *patch.fields.values(), conversation_id]
+    return _update_sql(tuple(patch.fields), patch.status is not None, returned), params
 
 
 def _record(row: Any) -> ConversationRecord:
@@ -56,12 +65,7 @@ class SQLiteConversationStore:
         set, the stored JSON not parsed back (a model call's usage: with many agents at once,
         parsing every record back was 6 % of the server's loop)."""
         patch = conversation_patch(fields, utc_now())
-        params: list[Any] = [patch.updated_at]
-        if patch.status is not None:
-            params.append(patch.status)
-        params += [patch.updated_at_json, *patch.fields.values(), conversation_id]
-        sql = _update_sql(tuple(patch.fields), patch.status is not None, "json" if held is None else "id")
-        rows = await self._db.write_statement(sql, params)
+        rows = await self._db.write_statement(*update_statement(conversation_id, patch, "json" if held is None else "id"))
         if not rows:
             raise ConversationNotFound(conversation_id)
         if held is None:

@@ -30,6 +30,8 @@ import aiosqlite
 from ..events import EventRecord
 from .base import EventQuery
 from .filters import SqlDialect, Window, time_window_sql, window_from_row
+from .rows import row_patch
+from .sqlite_conversations import update_statement
 from .sqlite_database import SQLiteDatabase
 from .sqlite_text import (
     BEHIND, INDEX_BACKLOG, INDEX_CHUNK, INDEX_QUIET, INDEX_TREES, body_match, index_some_sql, text_branches,
@@ -118,12 +120,13 @@ class SQLiteEventWriter:
         async with self._db.locked(urgent=True) as conn:
             # Read under the lock: a tree deleted meanwhile is no longer cached.
             keys = {record.root_id: self._keys.get(record.root_id) for record in records}
+            rows = [update_statement(r.conversation_id, row_patch(r)) for r in records if r.row_update is not None]
             try:
-                if None not in keys.values():
+                if None not in keys.values() and not rows:
                     await conn.execute(_insert_rows(len(records)), _values(keys, records))  # type: ignore[arg-type]
                     self._now_behind(keys.values(), len(records))  # type: ignore[arg-type]
                     return
-                keys = await _write_with_new_trees(conn, keys, records)
+                keys = await _write_in_transaction(conn, keys, records, rows)
             except sqlite3.IntegrityError as exc:
                 if "events.id" in str(exc):
                     ids = ", ".join(repr(r.id) for r in records[:3])
@@ -233,12 +236,14 @@ def _values(keys: dict[str, int], records: Sequence[EventRecord]) -> list[Any]:
     ]  # fmt: skip
 
 
-async def _write_with_new_trees(
-    conn: aiosqlite.Connection, keys: dict[str, int | None], records: Sequence[EventRecord]
+async def _write_in_transaction(
+    conn: aiosqlite.Connection, keys: dict[str, int | None], records: Sequence[EventRecord],
+    rows: Sequence[tuple[str, list[Any]]],
 ) -> dict[str, int]:
-    """Give the trees of ``keys`` that have none a key, and insert ``records``: one transaction
-    in one trip to the writer's thread (a burst of new conversations puts hundreds of new trees
-    in one batch; trip by trip, the write lock was held for two trips per tree)."""
+    """Give the trees of ``keys`` that have none a key, insert ``records`` and run ``rows``
+    (the conversation rows that events state: ``EventRecord.row_update``): one transaction in one trip to the
+    writer's thread (a burst of new conversations puts hundreds of new trees in one batch;
+    trip by trip, the write lock was held for two trips per tree)."""
     new = [root_id for root_id, key in keys.items() if key is None]
     marks = ", ".join("?" * len(new))  # at most 1,000 (a batch's events): under SQLite's limit
 
@@ -246,11 +251,15 @@ async def _write_with_new_trees(
         raw: sqlite3.Connection = conn._conn  # aiosqlite's thread owns it: this runs there
         raw.execute("BEGIN IMMEDIATE")
         try:
-            raw.execute(f"INSERT INTO trees (root_id) VALUES {', '.join(['(?)'] * len(new))} "
-                        "ON CONFLICT (root_id) DO NOTHING", new)
-            made = dict(raw.execute(f"SELECT root_id, id FROM trees WHERE root_id IN ({marks})", new).fetchall())
-            found = {root_id: key if key is not None else int(made[root_id]) for root_id, key in keys.items()}
+            found: dict[str, int] = keys  # type: ignore[assignment]
+            if new:
+                raw.execute(f"INSERT INTO trees (root_id) VALUES {', '.join(['(?)'] * len(new))} "
+                            "ON CONFLICT (root_id) DO NOTHING", new)
+                made = dict(raw.execute(f"SELECT root_id, id FROM trees WHERE root_id IN ({marks})", new).fetchall())
+                found = {root_id: key if key is not None else int(made[root_id]) for root_id, key in keys.items()}
             raw.execute(_insert_rows(len(records)), _values(found, records))
+            for sql, params in rows:
+                raw.execute(sql, params).fetchall()
             raw.execute("COMMIT")
         except BaseException:
             if raw.in_transaction:

@@ -12,6 +12,7 @@ from taskwire.llm.mock_server import create_mock_app
 from taskwire.llm.script import UNSCRIPTED_REPLY
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server, wait_for_status
+from tests.services import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO = str(REPO / "config/demo/hello.yaml")
@@ -300,7 +301,6 @@ async def test_an_idle_conversation_leaves_memory_and_resumes_from_the_store(tmp
 
         response = await server.client.post(f"/api/conversations/{info['id']}/events", json={"role": "user", "content": "second"})
         assert response.status_code < 300, response.text
-        assert await loaded() == 1
         done = await wait_for_status(server.client, info["id"], {"finished", "error"})
         events = await all_events(server, info["id"])
     assert done["status"] == "finished"
@@ -312,10 +312,27 @@ async def test_an_idle_conversation_leaves_memory_and_resumes_from_the_store(tmp
 
 async def test_idle_unload_seconds_zero_keeps_conversations_loaded(tmp_path: Path) -> None:
     async with taskwire_server(isolated_settings(tmp_path, idle_unload_seconds=0)) as server:
-        info = await create(server, agent=scripted_agent(TWO_RUNS), initial_message="first")
-        await wait_for_status(server.client, info["id"], {"finished", "error"})
+        info = await create(server, agent=scripted_agent(TWO_RUNS), initial_message="first", run=False)
         await asyncio.sleep(0.3)
         assert (await server.client.get("/server_info")).json()["loaded_conversations"] == 1
+        assert server.runtime.loaded(info["id"]) is not None
+
+
+async def test_a_finished_native_tree_holds_nothing_in_memory_whatever_the_unload_setting(tmp_path: Path) -> None:
+    """Its history is its stream: once its run ends, the root is unloaded at once (even with
+    the idle unload off), and a follow-up loads it from the store and carries on."""
+    async with taskwire_server(isolated_settings(tmp_path, idle_unload_seconds=0)) as server:
+        info = await create(server, agent=scripted_agent(TWO_RUNS), initial_message="first")
+        assert (await wait_for_status(server.client, info["id"], {"finished", "error"}))["status"] == "finished"
+        await wait_until(lambda: server.runtime.loaded(info["id"]) is None, timeout=30, what="the finished root to be unloaded")
+        assert server.runtime.loaded_count == 0
+        response = await server.client.post(f"/api/conversations/{info['id']}/events", json={"role": "user", "content": "second"})
+        assert response.status_code < 300, response.text
+        assert (await wait_for_status(server.client, info["id"], {"finished", "error"}))["status"] == "finished"
+        await wait_until(lambda: server.runtime.loaded(info["id"]) is None, timeout=30, what="the root to be unloaded again")
+        events = await all_events(server, info["id"])
+    finishes = [e["arguments"]["message"] for e in events if e["kind"] == "ActionEvent" and e["tool_name"] == "finish"]
+    assert finishes == ["first run done", "second run saw the first"]
 
 
 async def test_a_running_conversation_is_never_unloaded(tmp_path: Path) -> None:

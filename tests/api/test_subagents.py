@@ -10,6 +10,7 @@ from typing import Any
 from taskwire.llm.mock_server import create_mock_app
 from tests.api.helpers import all_events, create, scripted_agent
 from tests.servers import RunningServer, isolated_settings, serve_app, taskwire_server, wait_for_status
+from tests.services import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 TWO = str(REPO / "config/demo/two_subagents.yaml")
@@ -261,3 +262,30 @@ async def test_an_edited_or_removed_type_file_is_read_again(server: RunningServe
     assert (await listed())["release-notes"]["description"] == "Writes the changelog instead."
     notes.unlink()
     assert "release-notes" not in await listed()
+
+
+FOLLOW_UP = json.dumps({"lanes": [
+    {"name": "sub", "match": {"first_user_ends_with": "Echo."}, "turns": [
+        {"tool_calls": [{"name": "finish", "arguments": {"message": "echoed"}}]}]},
+    {"name": "main", "turns": [
+        {"tool_calls": [{"name": "task", "arguments": {"description": "first", "prompt": "Echo."}}]},
+        {"tool_calls": [{"name": "finish", "arguments": {"message": "first run done"}}]},
+        {"tool_calls": [{"name": "task", "arguments": {"description": f"again {n}", "prompt": "Echo."}} for n in (1, 2)]},
+        {"tool_calls": [{"name": "finish", "arguments": {"message": "second run done"}}]},
+    ]},
+]})
+
+
+async def test_a_follow_up_of_a_reloaded_root_names_its_subagents_after_the_earlier_ones(tmp_path: Path) -> None:
+    """A finished root is unloaded; loaded again for a follow-up, it counts the sub-agents it
+    spawned before, so the new ones are ``task-2`` and ``task-3``, never a second ``task-1``."""
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        info = await create(server, agent=scripted_agent(FOLLOW_UP), initial_message="go")
+        assert (await wait_for_status(server.client, info["id"], {"finished", "error"}))["status"] == "finished"
+        await wait_until(lambda: server.runtime.loaded(info["id"]) is None, timeout=30, what="the root unloaded")
+        sent = await server.client.post(f"/api/conversations/{info['id']}/events", json={"content": "again"})
+        assert sent.status_code < 300, sent.text
+        assert (await wait_for_status(server.client, info["id"], {"finished", "error"}))["status"] == "finished"
+        events = await all_events(server, info["id"], include_subagents="true")
+    started = {e["description"]: e["label"] for e in events if e["kind"] == "SubagentStartedEvent"}
+    assert started == {"first": "task-1", "again 1": "task-2", "again 2": "task-3"}

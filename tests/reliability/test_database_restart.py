@@ -192,6 +192,15 @@ async def test_a_permission_request_waiting_at_the_restart_is_answered_after_it(
             return bool(waiting)
 
         await wait_until(asked, timeout=60, what="a permission request")
+
+        async def announced() -> bool:  # the run writes nothing more while it waits: bounce then
+            found = await server.client.get(f"/api/conversations/{cid}/events/search",
+                                            params={"kind": "ConversationStateUpdateEvent", "sort_order": "TIMESTAMP_DESC"})
+            states = [e["value"] for e in found.json()["items"] if e["key"] == "pending_permissions"]
+            return bool(states) and [p["request_id"] for p in states[0]] == [w["request_id"] for w in waiting]
+
+        # The request is listed once announced, a moment before the tree's pending set is stored.
+        await wait_until(announced, timeout=60, what="the pending set to be stored")
         await bounce(cluster)
         await wait_until(lambda: _ready(server), timeout=30, what="/ready to answer 200 again")
         # The request still waits, and the person's answer goes through; so does the next one.

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from taskwire.errors import BadRequest, ConversationNotFound, InvalidPageId
-from taskwire.events import MessageEvent, Usage
+from taskwire.events import ConversationStateUpdateEvent, MessageEvent, SubagentFinishedEvent, Usage
 from taskwire.store import Store
 from taskwire.store.base import ConversationRecord, EventQuery
 
@@ -253,3 +253,37 @@ async def test_record_writes_and_appends_at_once_all_land(store: Store) -> None:
         title = (await store.get_conversation(f"root-{n}")).title  # one of its own updates
         assert title is not None and int(title[1:]) % 20 == n
         assert await store.count(EventQuery(root_id=f"root-{n}")) == 10
+
+
+async def test_a_status_event_and_a_subagents_end_set_their_conversations_row_in_their_own_transaction(store: Store) -> None:
+    """The row and its stream agree at every moment: a status is one write, its event."""
+    record, sub = root(1), child("root-1", "sub-1", 2)
+    await store.create_conversation(record)
+    await store.create_conversation(sub)
+    running = ConversationStateUpdateEvent(key="status", value="running")
+    paused = ConversationStateUpdateEvent(key="status", value="paused", reason="the store could not write")
+    paused.subagent_id, paused.parent_tool_use_id = sub.id, sub.parent_tool_use_id
+    await asyncio.gather(  # one batch, beside events that are no status
+        store.append(record.id, record.id, MessageEvent(role="user", content="hi")),
+        store.append(record.id, record.id, running),
+        store.append(sub.id, record.id, paused),
+        store.append(record.id, record.id, ConversationStateUpdateEvent(key="usage", value={"llm_calls": 1})),
+    )
+    stored_root, stored_sub = await store.get_conversation(record.id), await store.get_conversation(sub.id)
+    assert stored_root is not None and stored_sub is not None
+    assert (stored_root.status, stored_root.status_reason) == ("running", None)
+    assert stored_root.updated_at == running.timestamp
+    assert (stored_sub.status, stored_sub.status_reason) == ("paused", "the store could not write")
+    assert [r.status for r in (await store.search_conversations(status="running")).items] == ["running"]
+    # A sub-agent's end states its outcome: the row's with it.
+    finished = SubagentFinishedEvent(status="cancelled", result="stopped")
+    finished.subagent_id, finished.parent_tool_use_id = sub.id, sub.parent_tool_use_id
+    await store.append(sub.id, record.id, finished)
+    ended = await store.get_conversation(sub.id)
+    assert ended is not None and (ended.subagent_status, ended.result, ended.status) == ("cancelled", "stopped", "paused")
+    # Not stored, not set: the row never runs ahead of its stream.
+    again = ConversationStateUpdateEvent(key="status", value="finished")
+    again.id = running.id  # an id already stored: this append fails whole
+    with pytest.raises(ValueError):
+        await store.append(record.id, record.id, again)
+    assert (await store.get_conversation(record.id)).status == "running"  # type: ignore[union-attr]

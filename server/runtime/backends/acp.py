@@ -60,6 +60,8 @@ ignore it)."""
 class ACPBackend:
     """Drives one conversation through an ACP agent subprocess. Implements ``AgentBackend``."""
 
+    holds_session = True  # a peer process and its session: kept until the root is unloaded
+
     def __init__(
         self, spec: ACPAgentSpec, *, command: str, args: list[str], env: dict[str, str], cwd: Path, policy_asks: bool = False
     ) -> None:

@@ -145,6 +145,13 @@ class AgentHost(Protocol):
 class AgentBackend(Protocol):
     """Drives one conversation's agent."""
 
+    holds_session: bool
+    """Whether it holds, between runs, something the store does not (a peer's process and its
+    session): then it is kept until its root is unloaded (``OH_IDLE_UNLOAD_SECONDS``), so a
+    follow-up finds its peer. One that holds nothing of the kind (the native agent, whose
+    history is its stream) is released as soon as its run ends and built again from the
+    stream by the next run, so a finished tree keeps no history in memory."""
+
     async def run(self, host: AgentHost) -> str | None:
         """Work on the user messages so far until the agent is done (or a pause is requested).
         Returns the final answer, if any. Raises ``BackendError`` on failure; cancellation

@@ -43,6 +43,8 @@ INTERRUPT_TIMEOUT = 10.0
 class ClaudeSDKBackend:
     """Drives one conversation's Claude Code session. Implements ``AgentBackend``."""
 
+    holds_session = True  # a peer process and its session: kept until the root is unloaded
+
     def __init__(self, spec: ClaudeSDKAgentSpec, source: MessageSource | None = None, *, ask: bool = False) -> None:
         self.spec = spec
         self.dispatcher = ClaudeDispatcher()

@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 class NativeBackend:
     """Drives one conversation with an LLM and tools. Implements ``AgentBackend``."""
 
+    holds_session = False  # its history is its stream: rebuilt from the store by the next run
+
     def __init__(
         self,
         *,

@@ -59,6 +59,8 @@ def driver_llm(spec: OpenHandsAgentSpec, settings: Settings) -> dict[str, Any]:
 class OpenHandsBackend:
     """Drives one conversation's OpenHands driver. Implements ``AgentBackend``."""
 
+    holds_session = True  # a peer process and its session: kept until the root is unloaded
+
     def __init__(self, spec: OpenHandsAgentSpec, python: str, config: dict[str, Any]) -> None:
         self.spec = spec
         self.python = python
