@@ -83,3 +83,11 @@ async def run_stamped(tmp_path: Path, script: str, **config: Any) -> list[dict[s
                 await process.wait()
     assert process.returncode == 0, stderr.decode()[-4000:]
     return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+CRITIC_PLUGIN = HERE / "fixtures/critic-plugin"
+"""An OpenHands plugin directory (Claude-Code layout) whose ``agents/critic.md`` is a sub-agent type."""
+TREE_CALLS = {"call_main_0_0": "planner", "call_main_0_1": "general-purpose", "call_main_0_2": "critic"}
+"""``scripts/tree.yaml``: the main agent's three parallel ``task`` calls and their types."""
+INNER_CALL = "call_planner_0_0"
+"""``scripts/tree.yaml``: the planner's own ``task`` call (depth 2)."""

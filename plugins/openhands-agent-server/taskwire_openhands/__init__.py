@@ -10,3 +10,19 @@ uses too.
 """
 
 __version__ = "0.1.0"
+
+
+def _in_agent_server() -> bool:
+    """Whether the agent-server is what imports us (``agent-server`` or ``python -m
+    openhands.agent_server``), not a client or taskwire's driver that uses ``stamping``."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    return ("openhands.agent_server.__main__" in sys.modules
+            or getattr(getattr(main, "__spec__", None), "name", None) == "openhands.agent_server.__main__")
+
+
+if _in_agent_server():
+    from .load import load
+
+    load()

@@ -13,32 +13,18 @@ half-written is read again on the next pass. Its own ``task`` calls are stamped 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from pathlib import Path
 
-from openhands.sdk.conversation.persistence_const import EVENT_NAME_RE, EVENTS_DIR
+from openhands.sdk.conversation.persistence_const import EVENTS_DIR
 from openhands.sdk.event import Event
 
+from .persisted import event_files
 from .stamping import RESUMED, Stamp, StampingVisualizer, SubagentStamper, TaskCall, call_safely
 
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.05
-
-
-def event_files(folder: Path) -> list[tuple[int, str]]:
-    """(index, file name) of a persisted conversation's event files, in order."""
-    try:
-        names = os.listdir(folder / EVENTS_DIR)
-    except FileNotFoundError:
-        return []
-    found = []
-    for name in names:
-        match = EVENT_NAME_RE.match(name)
-        if match:
-            found.append((int(match["idx"]), name))
-    return sorted(found)
 
 
 class ResumedTail:
