@@ -37,8 +37,17 @@ class AgentServer:
         query = "&".join(f"{k}={v}" for k, v in params.items())
         return f"{self.url.replace('http', 'ws', 1)}/sockets/events/{conversation_id}" + (f"?{query}" if query else "")
 
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
+    def log_messages(self) -> list[str]:
+        """The messages of its log records (``LOG_JSON``), in order."""
+        messages = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "message" in record:
+                messages.append(record["message"])
+        return messages
 
     def conversation_dir(self, conversation_id: str) -> Path:
         return self.folder / "workspace/conversations" / conversation_id.replace("-", "")
@@ -49,7 +58,8 @@ def server_environment(folder: Path, forward: str | None, config: dict[str, Any]
     ``OH_FORWARD_SUBAGENT_EVENTS`` as given (``None``: unset)."""
     config_path = folder / "agent_server_config.json"
     config_path.write_text(json.dumps(config or {}))
-    env = openhands_env(folder / "home", OPENHANDS_AGENT_SERVER_CONFIG_PATH=str(config_path), **extra)
+    # LOG_JSON: one JSON object per log record (OpenHands' rich console wraps lines at its width).
+    env = openhands_env(folder / "home", OPENHANDS_AGENT_SERVER_CONFIG_PATH=str(config_path), LOG_JSON="true", **extra)
     if forward is not None:
         env["OH_FORWARD_SUBAGENT_EVENTS"] = forward
     return env

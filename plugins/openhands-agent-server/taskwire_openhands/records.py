@@ -26,17 +26,8 @@ _LOCK = threading.Lock()
 class Run:
     """One run of a sub-agent: its stamp, from its first event on."""
 
-    parent_tool_use_id: str
-    subagent_id: str
-    ancestry: tuple[str, ...]
-    parent_subagent_id: str | None
-    subagent_type: str
-    label: str
-    depth: int
+    stamp: Stamp
     first_event_id: str
-
-    def wire(self) -> dict[str, str]:
-        return {"parent_tool_use_id": self.parent_tool_use_id, "subagent_id": self.subagent_id}
 
 
 def record_run(stamp: Stamp, first_event_id: str) -> None:
@@ -44,11 +35,10 @@ def record_run(stamp: Stamp, first_event_id: str) -> None:
     if not stamp.persistence_dir:
         return
     folder = Path(stamp.persistence_dir)
-    run = Run(stamp.parent_tool_use_id, stamp.subagent_id, stamp.ancestry, stamp.parent_subagent_id,
-              stamp.subagent_type, stamp.label, stamp.depth, first_event_id)
+    run = Run(stamp, first_event_id)
     with _LOCK:
         runs = read_runs(folder)
-        if any(r.parent_tool_use_id == run.parent_tool_use_id for r in runs):
+        if any(r.stamp.parent_tool_use_id == stamp.parent_tool_use_id for r in runs):
             return
         folder.mkdir(parents=True, exist_ok=True)
         temporary = folder / f".{RECORD}.{os.getpid()}.tmp"
@@ -60,6 +50,7 @@ def read_runs(folder: Path) -> list[Run]:
     """The runs recorded for the sub-agent persisted in ``folder`` (none: not forwarded)."""
     try:
         data = json.loads((folder / RECORD).read_text())
-        return [Run(**{**r, "ancestry": tuple(r["ancestry"])}) for r in data["runs"]]
+        return [Run(Stamp(**{**r["stamp"], "ancestry": tuple(r["stamp"]["ancestry"])}), r["first_event_id"])
+                for r in data["runs"]]
     except (OSError, ValueError, KeyError, TypeError):
         return []

@@ -50,10 +50,10 @@ class Filters:
     timestamp_lt: str | None = None
 
     def matches(self, entry: Entry) -> bool:
-        run, event = entry.run, entry.event
-        if self.parent_tool_use_id is not None and self.parent_tool_use_id not in run.ancestry:
+        stamp, event = entry.run.stamp, entry.event
+        if self.parent_tool_use_id is not None and self.parent_tool_use_id not in stamp.ancestry:
             return False
-        if self.subagent_id is not None and run.subagent_id != self.subagent_id:
+        if self.subagent_id is not None and stamp.subagent_id != self.subagent_id:
             return False
         if self.kind is not None and event.kind != self.kind:
             return False
@@ -88,7 +88,7 @@ class Entry:
     def frame(self) -> dict[str, Any]:
         """The event as the socket showed it: OpenHands' JSON plus the stamp."""
         event = Event.model_validate_json(self.event.path.read_bytes())
-        return {**event.model_dump(mode="json", exclude_none=True), **self.run.wire()}
+        return {**event.model_dump(mode="json", exclude_none=True), **self.run.stamp.wire()}
 
 
 def _message_text(text: bytes) -> str:
