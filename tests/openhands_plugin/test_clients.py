@@ -21,7 +21,7 @@ STAMPS = ("parent_tool_use_id", "subagent_id")
 async def run_script(tmp_path: Path, script: str, *args: str) -> asyncio.subprocess.Process:
     """``scripts/<script>`` in the OpenHands venv, started."""
     return await asyncio.create_subprocess_exec(
-        need_openhands(), str(SCRIPTS / script), *args, env=openhands_env(tmp_path / "client-home"),
+        need_openhands(), str(SCRIPTS / script), *args, env=openhands_env(tmp_path / "client-home", LOG_JSON="true"),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
 
@@ -37,13 +37,15 @@ async def test_remote_conversation_runs_to_its_end_with_the_parents_events(tmp_p
     out = tmp_path / "remote.json"
     async with mock_llm(tmp_path, "parallel") as llm, agent_server(tmp_path / "server") as server:
         process = await run_script(tmp_path, "remote_run.py", server.url, llm.url, str(workspace), str(out))
-        await finished(process)
+        logged = await finished(process)
         result = json.loads(out.read_text())
         conversation = result["conversation_id"]
         parent = await everything(server, f"/api/conversations/{conversation}/events/search")
         forwarded = await everything(server, f"/api/conversations/{conversation}/subagent_events/search")
     assert result["status"] == "finished"
     assert result["stamped"] == 0
+    # It cannot read a stamped frame (its event model forbids unknown fields): it logs and drops each.
+    assert logged.count('"message": "ws_event_processing_error"') == len(forwarded)
     # Its list: the parent's stored events (with the state updates it was sent live), no sub-agent's.
     def events(items: list[dict[str, Any]]) -> list[str]:
         return [e["id"] for e in items if e["kind"] != "ConversationStateUpdateEvent"]

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import websockets
+
 from tests.openhands_plugin.agent_server import (
     agent_server, everything, frames_until_run_ends, say, socket, stamped, start_conversation, unstamped)
 from tests.openhands_plugin.helpers import CRITIC_PLUGIN, INNER_CALL, TREE_CALLS, mock_llm, workspace_with_agents
@@ -18,6 +20,17 @@ from tests.openhands_plugin.helpers import CRITIC_PLUGIN, INNER_CALL, TREE_CALLS
 def persisted(folder: Path) -> dict[str, dict[str, Any]]:
     """Event id -> the event as OpenHands wrote it, for every sub-agent under ``folder``."""
     return {json.loads(f.read_text())["id"]: json.loads(f.read_text()) for f in folder.glob("subagents/**/events/event-*.json")}
+
+
+async def transient_until(session: Any, ids: set[str]) -> dict[str, dict[str, Any]]:
+    """The session socket's transient frames (``/sockets/session/{id}``) until they hold ``ids``."""
+    found: dict[str, dict[str, Any]] = {}
+    async with asyncio.timeout(60):
+        while not ids <= set(found):
+            envelope = json.loads(await session.recv())
+            if envelope["type"] == "transient":
+                found[envelope["event"]["id"]] = envelope["event"]
+    return found
 
 
 def assert_nested_by_the_consumer_rule(frames: list[dict[str, Any]]) -> None:
@@ -35,9 +48,11 @@ async def test_subagent_events_reach_every_socket_live_and_stamped(tmp_path: Pat
         workspace = workspace_with_agents(tmp_path / "ws")
         conversation = await start_conversation(server, llm.url, workspace, concurrency=3,
                                                 plugins=[{"source": str(CRITIC_PLUGIN)}])
-        async with socket(server, conversation) as first, socket(server, conversation) as second:
+        async with socket(server, conversation) as first, socket(server, conversation) as second, \
+                websockets.connect(f"{server.socket_url(conversation).replace('/events/', '/session/')}") as session:
             await say(server, conversation)
             frames, again = await asyncio.gather(frames_until_run_ends(first), frames_until_run_ends(second))
+            envelopes = await transient_until(session, {f["id"] for f in stamped(frames)})
         parent = await everything(server, f"/api/conversations/{conversation}/events/search")
     assert frames[-1]["value"] == "finished"
 
@@ -74,5 +89,6 @@ async def test_subagent_events_reach_every_socket_live_and_stamped(tmp_path: Pat
     parent_ids = {e["id"] for e in parent}
     assert {f["id"] for f in unstamped(frames) if f["kind"] != "ConversationStateUpdateEvent"} <= parent_ids
     assert not parent_ids & {f["id"] for f in stamped(frames)}
-    # Every socket saw the same stream.
+    # Every socket saw the same stream; the session socket, as events it does not persist.
+    assert all(envelopes[f["id"]] == f for f in stamped(frames))
     assert sorted(f["id"] for f in stamped(again)) == sorted(f["id"] for f in stamped(frames))

@@ -4,6 +4,7 @@ the server's own authentication, the same answers after the server restarts."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,12 @@ async def test_search_and_count_answer_with_the_frames_by_every_filter_and_after
         frames = await run_watched(server, conversation)
         before = await answers(server, conversation)
         await assert_refusals(server, conversation)
+        # Searches their clients give up on half way leave nothing half done.
+        async with httpx.AsyncClient(base_url=server.url, headers={"X-Session-API-Key": KEY}, timeout=0.001) as hasty:
+            for _ in range(20):
+                with contextlib.suppress(httpx.TimeoutException):
+                    await hasty.get(f"/api/conversations/{conversation}/subagent_events/search", params={"limit": 7})
+        assert await answers(server, conversation) == before
 
     every = before["every"]
     assert every == sorted(stamped(frames), key=lambda f: f["timestamp"])  # the frames the socket showed

@@ -37,9 +37,9 @@ class Publisher:
             self._recorded.add(run)
         if first:
             record_run(stamp, event.id)
-        frame = SubagentEventFrame.of(stamp, event)
+        # EventService._pub_sub (contract.py): published, never appended to the log.
+        publish = self.event_service._pub_sub(SubagentEventFrame.of(stamp, event))
         try:
-            # EventService._pub_sub (contract.py): published, never appended to the log.
-            asyncio.run_coroutine_threadsafe(self.event_service._pub_sub(frame), self.loop)
-        except RuntimeError:
-            pass  # the server's loop is closed: it is shutting down
+            asyncio.run_coroutine_threadsafe(publish, self.loop)
+        except RuntimeError:  # the server's loop is closed: it is shutting down
+            publish.close()
