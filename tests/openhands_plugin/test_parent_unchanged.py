@@ -75,10 +75,13 @@ def events_of(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [f for f in frames if f["kind"] != "ConversationStateUpdateEvent"]
 
 
-def frame_kinds(frames: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
-    """Kinds (and state keys) in order, less the usage statistics the server sends as the
-    model's answers come in (where they fall among the others is a matter of timing)."""
-    return [(f["kind"], f.get("key")) for f in frames if f.get("key") != "stats"]
+def frame_kinds(frames: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The events' kinds in order, and the state updates' keys, less the usage statistics the
+    server sends as the model's answers come in. The keys are compared as a set with repeats:
+    the server publishes some updates from its event loop and the rest from the agent's thread,
+    so where they fall among the events is a matter of timing, with or without the plugin."""
+    kinds = [f["kind"] for f in frames if f["kind"] != "ConversationStateUpdateEvent"]
+    return kinds, sorted(f["key"] for f in frames if f["kind"] == "ConversationStateUpdateEvent" and f["key"] != "stats")
 
 
 async def test_the_parent_and_its_model_are_the_same_and_off_is_as_without_the_plugin(tmp_path: Path) -> None:

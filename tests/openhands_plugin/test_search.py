@@ -75,8 +75,8 @@ async def test_search_and_count_answer_with_the_frames_by_every_filter_and_after
     assert before["beta"] == under("call_main_0_1")
     assert before["actions"] == [e for e in every if e["kind"] == "ActionEvent"]
     assert before["plan actions"] == [e for e in under("call_main_0_0", INNER_CALL) if e["kind"] == "ActionEvent"]
-    assert [e["parent_tool_use_id"] for e in before["users"]] == sorted(
-        {*TREE_CALLS, INNER_CALL}, key=lambda c: next(i for i, e in enumerate(every) if e["parent_tool_use_id"] == c))
+    assert before["users"] == [e for e in every if e["source"] == "user"]  # each sub-agent's prompt
+    assert sorted(e["parent_tool_use_id"] for e in before["users"]) == sorted({*TREE_CALLS, INNER_CALL})
     assert [(e["kind"], e["parent_tool_use_id"]) for e in before["body"]] == [("MessageEvent", "call_main_0_0")]
     assert before["before"] + before["since"] == every and before["since"] and before["before"]
     for name in ("plan", "inner", "beta", "actions", "users", "body", "since", "before", "plan actions"):
@@ -100,6 +100,9 @@ async def assert_refusals(server: AgentServer, conversation: str) -> None:
         assert (await server.client.get(f"{path}/search", params={"limit": limit})).status_code == 422
     assert (await server.client.get(f"{path}/search", params={"limit": 100})).status_code == 200
     assert (await server.client.get(f"{path}/search", params={"sort_order": "SIDEWAYS"})).status_code == 422
+    assert (await server.client.get(f"{path}/search", params={"timestamp__gte": "yesterday"})).status_code == 422
+    assert (await server.client.get(f"{path}/count", params={"timestamp__lt": "soon"})).status_code == 422
+    assert (await server.client.get("/api/conversations/not-a-uuid/subagent_events/search")).status_code == 422
     unknown = f"/api/conversations/{uuid.uuid4()}/subagent_events"
     assert (await server.client.get(f"{unknown}/search")).status_code == 404
     assert (await server.client.get(f"{unknown}/count")).status_code == 404
