@@ -126,3 +126,11 @@ async def test_a_callback_that_raises_never_stops_the_agents(tmp_path: Path) -> 
     lines = await run_stamped(tmp_path, "nested", raise_in_callback=True)
     assert done(lines)["status"] == "finished"
     assert set(by_call(lines)) == {"call_main_0_0", "call_planner_0_0"}
+
+
+async def test_a_resolver_that_raises_leaves_the_calls_to_run_unstamped(tmp_path: Path) -> None:
+    lines = await run_stamped(tmp_path, "parallel", root="attach", raise_in_resolver=True)
+    assert done(lines)["status"] == "finished"
+    assert not stamped(lines) and not [line for line in lines if line["type"] == "task_end"]
+    results = [e for e in done(lines)["persisted"] if e["kind"] == "ObservationEvent" and e["tool_name"] == "task"]
+    assert len(results) == 3 and not [e for e in results if e["observation"].get("is_error")]

@@ -175,34 +175,42 @@ class SubagentStamper:
                 except Exception:
                     logger.exception("taskwire-openhands: pausing the sub-agent of %s failed", call_id)
 
-    def run_task(self, inner: Callable[[Any, Any], Any], action: Any, conversation: Any, owner: StampingVisualizer) -> Any:
-        """Run one ``task`` call with its stamp in place (the executor's body)."""
+    @staticmethod
+    def _call_of(action: Any, conversation: Any, owner: StampingVisualizer) -> TaskCall:
         parent = owner.stamp
         call_id = find_tool_call_id(action, conversation)
-        call = TaskCall(
+        return TaskCall(
             tool_call_id=call_id, ancestry=(parent.ancestry if parent else ()) + (call_id,),
             subagent_type=getattr(action, "subagent_type", None) or "general-purpose",
             description=getattr(action, "description", None), resume=getattr(action, "resume", None),
             parent_subagent_id=parent.subagent_id if parent else None,
         )
-        conversation_id = str(conversation.state.id)
+
+    def run_task(self, inner: Callable[[Any, Any], Any], action: Any, conversation: Any, owner: StampingVisualizer) -> Any:
+        """Run one ``task`` call with its stamp in place (the executor's body)."""
+        try:
+            call, conversation_id = self._call_of(action, conversation, owner), str(conversation.state.id)
+        except Exception:  # ours must never fail the call: it runs unstamped
+            logger.exception("taskwire-openhands: this task call is not stamped")
+            return inner(action, conversation)
+        call_id = call.tool_call_id
         previous = self._tasks.get((conversation_id, call.resume)) if call.resume else None
         visualizer = tail = None
         if call.resume and self.resume == "refuse":
             observation = refused_resume(action)
         else:
-            token = _SPAWN.set(_Spawn(call, owner, call.description or call.tool_call_id))
             if previous is not None:
                 from .resumed import ResumedTail  # it builds on this module
                 tail = ResumedTail(self, call, previous)
+            token = _SPAWN.set(_Spawn(call, owner, call.description or call.tool_call_id))
             try:
                 observation = inner(action, conversation)
             finally:
                 _SPAWN.reset(token)
                 if tail is not None:
                     tail.stop()
-            with self._lock:
-                visualizer = self._live.pop(call_id, None)
+                with self._lock:
+                    visualizer = self._live.pop(call_id, None)
         stamp = visualizer.stamp if visualizer is not None else tail.stamp if tail is not None else None
         task_id = getattr(observation, "task_id", None)
         if stamp is not None and task_id:
@@ -268,14 +276,14 @@ def _owner(conversation: Any) -> StampingVisualizer | None:
     resolve = _INSTALLED.resolve
     if resolve is None or current is not None:
         return None
-    with _ATTACH_LOCK:  # parallel calls of one conversation attach once
+    stamper = resolve(conversation)  # may wait on a server's loop: not under the lock
+    if stamper is None:
+        return None
+    with _ATTACH_LOCK:  # parallel first calls of one conversation: the first attach wins
         current = getattr(conversation, "_visualizer", None)
         if isinstance(current, StampingVisualizer):
             return current if current.stamper is not None else None
-        stamper = resolve(conversation)
-        if stamper is None or not stamper.attach(conversation):
-            return None
-        return conversation._visualizer
+        return conversation._visualizer if stamper.attach(conversation) else None
 
 
 class StampingExecutor(ToolExecutor):
@@ -285,7 +293,11 @@ class StampingExecutor(ToolExecutor):
         self.inner = inner
 
     def __call__(self, action: Any, conversation: Any = None) -> Any:
-        owner = _owner(conversation) if conversation is not None else None
+        try:
+            owner = _owner(conversation) if conversation is not None else None
+        except Exception:  # ours must never fail the call: it runs unstamped
+            logger.exception("taskwire-openhands: this task call is not stamped")
+            owner = None
         if owner is None or owner.stamper is None:
             return self.inner(action, conversation)
         return owner.stamper.run_task(self.inner, action, conversation, owner)

@@ -7,7 +7,8 @@ CONFIG: ``model_url`` (mock-llm's OpenAI dialect), ``workspace``, ``persistence_
 ``root`` (``visualizer``: the stamper's own root visualizer; ``attach``: built with
 ``visualizer=None`` and attached by the installed resolver, as in the agent-server),
 ``resume`` (``forward`` | ``refuse``), ``tool_concurrency_limit``, ``messages`` (sent in turn,
-each run to its end), ``raise_in_callback`` (the callback raises on every event).
+each run to its end), ``raise_in_callback`` (the callback raises on every event),
+``raise_in_resolver`` (with ``attach``: the resolver raises).
 
 Lines: ``{"type": "event", "stamp": {...} | null, "event": <model_dump>}``, ``{"type":
 "task_end", ...}``, and last ``{"type": "done", "status", "persisted": [<the root's
@@ -51,7 +52,12 @@ def main() -> None:
 
     stamper = SubagentStamper(on_event, on_task_end=on_task_end, root_events=config["root"] == "visualizer",
                               resume=config.get("resume", "forward"))
-    install(resolve=(lambda conversation: stamper) if config["root"] == "attach" else None)
+    def resolve(conversation):  # type: ignore[no-untyped-def]
+        if config.get("raise_in_resolver"):
+            raise RuntimeError("a resolver that fails")
+        return stamper
+
+    install(resolve=resolve if config["root"] == "attach" else None)
     register_file_agents(config["workspace"])
     register_builtins_agents(enable_browser=False)
     agent = Agent(
