@@ -11,7 +11,8 @@ PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
 PHOENIX_LOCK := tests/telemetry/phoenix-requirements.txt
 OPENHANDS_VENV := .venv-openhands
 OPENHANDS_STAMP := $(OPENHANDS_VENV)/.installed
-OPENHANDS_LOCK := server/openhands/requirements.txt
+OPENHANDS_LOCK := plugins/openhands-agent-server/requirements-lock.txt
+OPENHANDS_PLUGIN := plugins/openhands-agent-server
 # Real clients written by others that the tests drive (ACP SDK, AG-UI), each pinned in its own lock file.
 CLIENT_STAMPS := clients/acp/node_modules/.installed clients/agui/node_modules/.installed
 DEMO_SCRIPT ?= config/demo/two_subagents.yaml
@@ -62,11 +63,13 @@ $(PHOENIX_STAMP): $(PHOENIX_LOCK)
 	$(PHOENIX_VENV)/bin/python -m pip install --quiet -r $(PHOENIX_LOCK) && touch $@ \
 		|| echo "arize-phoenix not installed: the Phoenix trace tests will skip (and fail in CI)"
 
-# openhands-sdk/-tools 1.58.2 (Python 3.12) for `kind: openhands` agents; quiet unless it fails.
+# The OpenHands agent-server, sdk and tools 1.58.2 (Python 3.12), every package pinned in one lock,
+# and the agent-server plugin (taskwire-openhands, editable): `kind: openhands` agents run on it and
+# the plugin's tests start that agent-server. Quiet unless it fails.
 openhands: $(OPENHANDS_STAMP)
 
-$(OPENHANDS_STAMP): $(OPENHANDS_LOCK)
-	@scripts/openhands-venv.sh $(OPENHANDS_VENV) $(OPENHANDS_LOCK) $@
+$(OPENHANDS_STAMP): $(OPENHANDS_LOCK) $(OPENHANDS_PLUGIN)/pyproject.toml
+	@scripts/openhands-venv.sh $(OPENHANDS_VENV) $(OPENHANDS_LOCK) $@ -e $(OPENHANDS_PLUGIN)
 
 services:
 	@scripts/ensure-services.sh
@@ -75,7 +78,8 @@ services:
 browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: browser tests will skip"
 
-# Every distribution of the repository, wheel and sdist, into $(DIST): taskwire, taskwire-client.
+# Every distribution of the repository, wheel and sdist, into $(DIST): taskwire, taskwire-client,
+# taskwire-openhands.
 dist: setup
 	@scripts/dist.sh $(DIST)
 
@@ -99,7 +103,7 @@ bench: setup clients services
 
 # The OpenHands agent-server 1.58.2 beside taskwire on one conversation of 1 M events (long: the
 # peer takes minutes to answer at that size). It installs the peer into its own Python 3.12 venv
-# (bench/peers/.venv-openhands, pinned by bench/peers/openhands-requirements.txt), and skips with
+# (bench/peers/.venv-openhands, pinned by $(OPENHANDS_LOCK)), and skips with
 # the reason when no Python 3.12 is found. BENCH_PEERS_ARGS="--events 100000" for a quicker run.
 # PEERS picks which peers run; BENCH_PEERS_ARGS go to the OpenHands one, BENCH_LANGGRAPH_ARGS to LangGraph's.
 PEERS ?= openhands langgraph

@@ -1,9 +1,11 @@
 #!/bin/sh
-# The OpenHands driver's venv: Python 3.12 (openhands-sdk needs >= 3.12), from its lock file.
+# The OpenHands venv: Python 3.12 (openhands needs >= 3.12), from its lock file, plus what the rest
+# of the arguments name for pip (`-e plugins/openhands-agent-server`: the agent-server plugin).
 # Looks for it as bench/peers/peer_setup.py does: $OH_PYTHON312, python3.12 on PATH, pyenv's.
 # Quiet unless it fails (the log is kept in the venv).
 set -u
 venv=$1 lock=$2 stamp=$3
+shift 3
 for candidate in "${OH_PYTHON312:-}" "$(command -v python3.12 2>/dev/null)" $(ls -r "$HOME"/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null); do
     [ -n "$candidate" ] && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null && python=$candidate && break
 done
@@ -12,6 +14,9 @@ if [ -z "${python:-}" ]; then
     exit 0
 fi
 test -x "$venv/bin/python" || "$python" -m venv "$venv" || exit 1
-PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -r "$lock" > "$venv/install.log" 2>&1 \
-    || { cat "$venv/install.log"; echo "installing $lock into $venv failed (log above, also in $venv/install.log)"; exit 1; }
+# --no-deps for the extras: everything they need is in the lock, pinned.
+{ PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -r "$lock" \
+    && { [ $# -eq 0 ] || PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install --no-deps "$@"; } \
+    && "$venv/bin/python" -m pip check; } > "$venv/install.log" 2>&1 \
+    || { cat "$venv/install.log"; echo "installing $lock $* into $venv failed (log above, also in $venv/install.log)"; exit 1; }
 touch "$stamp"

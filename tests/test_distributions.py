@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO
-from tests.services import free_port, need, wait_until
+from tests.services import free_port, need, need_openhands, wait_until
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -260,3 +260,35 @@ def test_each_distribution_carries_exactly_its_own_files(dist: Path) -> None:
     assert "taskwire_client/py.typed" in client
     sdist = tarfile.open(_one(dist, "taskwire-*.tar.gz")).getnames()
     assert not [n for n in sdist if (n + "/").split("/")[1] in {"tests", "bench", "taskwire-client"} or "openhands-agent-server" in n]
+    # The agent-server plugin: its package only, pinned to the OpenHands release it was tested with.
+    wheel = zipfile.ZipFile(_one(dist, "taskwire_openhands-*.whl"))
+    plugin = wheel.namelist()
+    assert {name.split("/")[0] for name in plugin} == {"taskwire_openhands", "taskwire_openhands-0.1.0.dist-info"}
+    assert {"taskwire_openhands/__init__.py", "taskwire_openhands/stamping.py", "taskwire_openhands/py.typed"} <= set(plugin)
+    metadata = wheel.read("taskwire_openhands-0.1.0.dist-info/METADATA").decode()
+    assert "Requires-Python: >=3.12" in metadata
+    for pin in ("openhands-agent-server==1.58.2", "openhands-sdk==1.58.2", "openhands-tools==1.58.2"):
+        assert f"Requires-Dist: {pin}" in metadata
+    plugin_sdist = tarfile.open(_one(dist, "taskwire_openhands-*.tar.gz")).getnames()
+    assert {(n + "/").split("/")[1] for n in plugin_sdist} - {""} <= {
+        "PKG-INFO", "README.md", "pyproject.toml", "setup.cfg", "taskwire_openhands", "taskwire_openhands.egg-info"}
+
+
+def test_the_plugin_wheel_loads_into_the_openhands_interpreter_from_its_own_copy(dist: Path, tmp_path: Path) -> None:
+    """The wheel alone (its dependencies are the OpenHands venv's, the versions it pins) imports
+    from where it was installed and finds what it relies on in OpenHands where it expects it."""
+    python = need_openhands()
+    target = tmp_path / "plugin"
+    done = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-deps",
+                           "--target", str(target), str(_one(dist, "taskwire_openhands-*.whl"))],
+                          capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    probe = ("import json, taskwire_openhands, taskwire_openhands.stamping as s\n"
+             "from taskwire_openhands.contract import contract_problems, version_problems\n"
+             "print(json.dumps([taskwire_openhands.__file__, version_problems(), contract_problems()]))")
+    env = {**_clean_env(tmp_path), "PYTHONPATH": str(target), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    found = subprocess.run([python, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert found.returncode == 0, found.stderr[-3000:]
+    where, versions, contract = json.loads(found.stdout.strip().splitlines()[-1])
+    assert where == str(target / "taskwire_openhands" / "__init__.py")
+    assert versions == [] and contract == []

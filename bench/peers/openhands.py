@@ -3,7 +3,7 @@
     make bench-peers                                   # 1,000,000 events, 2 rounds
     .venv/bin/python bench/peers/openhands.py --events 100000 [--rounds 2] [--data DIR]
 
-Installs the peer into its own Python 3.12 venv from ``openhands-requirements.txt`` (a skip,
+Installs the peer into its own Python 3.12 venv from the one OpenHands lock (``plugins/openhands-agent-server/requirements-lock.txt``) (a skip,
 with the reason, when there is no Python 3.12), then builds the same conversation of N events
 for both servers (``workload.py``): OpenHands' one JSON file per event written with its SDK's
 classes (``openhands_events.py``, in the peer's venv), taskwire's SQLite store written through

@@ -15,7 +15,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 VENV = HERE / ".venv-openhands"
-LOCK = HERE / "openhands-requirements.txt"
+LOCK = HERE.parents[1] / "plugins/openhands-agent-server/requirements-lock.txt"
+"""The one OpenHands lock (``make openhands`` installs it too)."""
 OPENHANDS = "the OpenHands agent-server 1.58.2"
 
 
