@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -21,7 +21,7 @@ from pydantic_settings import (
 
 from .permissions.policy import approval_setting
 from .resources import DEFAULT_CONFIG_FILE as BUNDLED_CONFIG_FILE
-from .resources import bundled_file
+from .resources import PROJECT_ROOT, bundled_file
 
 DEFAULT_CONFIG_FILE = "config/taskwire.toml"
 DEFAULT_TOOL_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "USER", "SHELL")
@@ -45,6 +45,10 @@ class WebhookSpec(BaseModel):
     """Retries (with backoff) before a batch is dropped and logged."""
     queue_size: int = 10_000
     """Events buffered for this receiver; past it the oldest are dropped and counted."""
+
+CHECKOUT_OPENHANDS_PYTHON = PROJECT_ROOT / ".venv-openhands" / "bin" / "python"
+"""Where ``make openhands`` builds the OpenHands interpreter in a checkout (in an installed
+package ``PROJECT_ROOT`` is site-packages, where none is)."""
 
 
 class Settings(BaseSettings):
@@ -153,9 +157,10 @@ class Settings(BaseSettings):
     """At most this many requests open at once to one provider (endpoint and key), shared by
     every agent of the server; unset: no cap."""
     openhands_python: str | None = None
-    """The Python 3.12 interpreter with openhands-sdk/-tools 1.58.2 (``make openhands``:
-    ``.venv-openhands/bin/python``) that runs ``kind: openhands`` agents; unset: none can be
-    created (400 ``openhands_unavailable``)."""
+    """The Python 3.12 interpreter with openhands-sdk/-tools 1.58.2 and taskwire-openhands that
+    runs ``kind: openhands`` agents. Unset: the checkout's ``.venv-openhands/bin/python`` when
+    ``make openhands`` has built it; empty, or unset with no such venv: none can be created
+    (400 ``openhands_unavailable``)."""
 
     config_file: Path | None = None
     """The TOML file read under the environment (default ``config/taskwire.toml``)."""
@@ -177,6 +182,18 @@ class Settings(BaseSettings):
         path = config_file_path()
         toml = TomlConfigSettingsSource(settings_cls, toml_file=path if path.is_file() else None)
         return (init_settings, env_settings, toml)
+
+    @field_validator("openhands_python", mode="before")
+    @classmethod
+    def _no_python(cls, value: Any) -> Any:
+        return value or None  # OH_OPENHANDS_PYTHON= (empty) says "none", even beside a built venv
+
+    @model_validator(mode="after")
+    def _checkout_openhands(self) -> Settings:
+        # A new user runs `make openhands` then `make run`: no interpreter path to find.
+        if "openhands_python" not in self.model_fields_set and CHECKOUT_OPENHANDS_PYTHON.is_file():
+            self.openhands_python = str(CHECKOUT_OPENHANDS_PYTHON)
+        return self
 
     @field_validator("log_level", mode="before")
     @classmethod

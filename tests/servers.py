@@ -82,6 +82,8 @@ def isolated_settings(tmp_path: Path, **overrides: Any) -> Settings:
         # A test's own folders are workspaces too, and the recordings beside the tests may be
         # named by a request (a claude_sdk ``replay``).
         "workspace_roots": [tmp_path, TESTS],
+        # kind: openhands only where a test asks for it (not the checkout's venv, found by default).
+        "openhands_python": "",
     }
     values.update(overrides)
     return Settings(**values)

@@ -56,3 +56,17 @@ def test_two_apps_keep_their_own_settings(tmp_path: Path) -> None:
     two = create_app(Settings(workspace_path=tmp_path / "b"))
     assert one.state.settings.forward_subagent_events is True
     assert two.state.settings.forward_subagent_events is False
+
+
+def test_the_checkouts_openhands_venv_is_found_without_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What `make openhands` builds is used by `make run` / `taskwire serve` from the checkout.
+    from taskwire.settings import CHECKOUT_OPENHANDS_PYTHON
+
+    monkeypatch.delenv("OH_OPENHANDS_PYTHON", raising=False)
+    if not CHECKOUT_OPENHANDS_PYTHON.is_file():
+        pytest.skip("`make openhands` has not built .venv-openhands in this checkout")
+    assert Settings().openhands_python == str(CHECKOUT_OPENHANDS_PYTHON)
+    monkeypatch.setenv("OH_OPENHANDS_PYTHON", "/opt/my-openhands/bin/python")
+    assert Settings().openhands_python == "/opt/my-openhands/bin/python"  # the setting wins
+    monkeypatch.setenv("OH_OPENHANDS_PYTHON", "")
+    assert Settings().openhands_python is None  # empty: none, even beside the built venv

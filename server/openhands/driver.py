@@ -254,6 +254,9 @@ def _register_subagents(files: list[str], workspace: str) -> None:
 
     for name in files:
         path = Path(workspace, name)
+        # taskwire refused it at creation; the file may have become a link out since.
+        if not path.resolve().is_relative_to(Path(workspace).resolve()):
+            raise ValueError(f"subagent_types file {name!r} leads outside the workspace")
         definition = AgentDefinition.load(path)
         register_agent_if_absent(name=definition.name, factory_func=agent_definition_to_factory(definition, workspace),
                                  description=definition)

@@ -32,7 +32,7 @@ from .runs import RunCommands
 from .store_faults import STOPPED_BY_STORE, StrandedRuns
 from .subagent_commands import SubagentCommands
 from .task_manager import TaskManager
-from .workspaces import prepare_workspace
+from .workspaces import check_workspace_file_names, confine_workspace_files, prepare_workspace
 from ..settings import Settings
 from ..store import ConversationRecord, Store
 from ..store.owned import settle
@@ -145,13 +145,18 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
         root (``workspaces.py``; ``InvalidWorkspace`` otherwise) unless ``confined`` is false."""
         if agent.get("kind") == "openhands" and not self.settings.openhands_python:
             raise BadRequest(
-                "kind openhands needs the OpenHands interpreter: set OH_OPENHANDS_PYTHON to a Python 3.12 "
-                "with openhands-sdk 1.58.2 (`make openhands` builds .venv-openhands/bin/python)",
+                "kind openhands needs the OpenHands interpreter: run `make openhands` in the taskwire checkout "
+                "(it builds .venv-openhands, found without any setting), or set OH_OPENHANDS_PYTHON to a Python "
+                "3.12 with openhands-sdk and openhands-tools 1.58.2 and taskwire-openhands installed",
                 code="openhands_unavailable",
             )
         check_budgets(agent, self.settings)
+        # Files the driver opens at the run's start: confined like every file a spec names.
+        agent_files = list(agent.get("subagent_types") or []) if agent.get("kind") == "openhands" else []
+        check_workspace_file_names(agent_files, "subagent_types file")
         conversation_id = conversation_id or new_id()
         folder = prepare_workspace(self.settings, workspace, conversation_id, confined=confined)
+        confine_workspace_files(folder, agent_files, "subagent_types file")
         record = ConversationRecord(id=conversation_id, root_id=conversation_id, agent=agent, workspace=str(folder))
         try:
             await self.store.create_conversation(record)

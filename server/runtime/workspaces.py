@@ -62,6 +62,28 @@ def prepare_workspace(settings: Settings, requested: str | None, default_name: s
     return folder
 
 
+def check_workspace_file_names(names: list[str], what: str) -> None:
+    """Files an agent spec names inside its workspace (``subagent_types``), as written: relative,
+    and never climbing out with ``..``. Checked before the workspace is made."""
+    for name in names:
+        _check_name(name, what)
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise InvalidWorkspace(
+                f"{what} {_shown(name)} must be a path relative to the conversation's workspace, inside it"
+            )
+
+
+def confine_workspace_files(folder: Path, names: list[str], what: str) -> None:
+    """The same files once the workspace exists: each must resolve (symlinks followed) inside it."""
+    for name in names:
+        try:
+            resolved = (folder / name).resolve()
+        except (OSError, RuntimeError) as exc:
+            raise InvalidWorkspace(f"{what} {_shown(name)} cannot be resolved: {_reason(exc)}") from exc
+        if not resolved.is_relative_to(folder.resolve()):
+            raise InvalidWorkspace(f"{what} {_shown(name)} leads outside the conversation's workspace")
+
+
 def _check_name(requested: str, what: str) -> None:
     if not requested:
         raise InvalidWorkspace(f"{what} is empty; leave it out for a fresh folder")

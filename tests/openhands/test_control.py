@@ -110,11 +110,13 @@ def driver_pid(workspace: Path) -> int:
 
 
 async def test_without_the_interpreter_creating_one_is_a_clear_400(tmp_path: Path) -> None:
-    async with taskwire_server(isolated_settings(tmp_path)) as server:
+    # OH_OPENHANDS_PYTHON= (empty) says "none", even in a checkout where `make openhands` ran.
+    async with taskwire_server(isolated_settings(tmp_path, openhands_python="")) as server:
         response = await server.client.post("/api/conversations", json={"agent": {"kind": "openhands"}})
         assert response.status_code == 400
         assert response.json()["code"] == "openhands_unavailable"
-        assert "OH_OPENHANDS_PYTHON" in response.json()["detail"]
+        detail = response.json()["detail"]
+        assert "make openhands" in detail and "OH_OPENHANDS_PYTHON" in detail and "taskwire-openhands" in detail
 
 
 async def test_unknown_tool_fails_the_run_with_a_clear_error(tmp_path: Path) -> None:
