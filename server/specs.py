@@ -177,9 +177,10 @@ class OpenHandsAgentSpec(_Budgets):
     llm: LLMSpec | None = None
     """``model`` (a LiteLLM name, e.g. ``openai/gpt-4o``), ``base_url``, ``api_key``; omitted
     fields come from ``OH_LLM_*`` (``api`` and ``script`` do not apply)."""
-    tools: list[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,63}$")]] = Field(default_factory=lambda: ["task"])
+    tools: list[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,63}$")]] | None = None
     """OpenHands tool names (``terminal``, ``file_editor``, ``task_tracker``; ``task`` is its
-    TaskToolSet). ``think`` and ``finish`` are always there."""
+    TaskToolSet). ``think`` and ``finish`` are always there. Unset: OpenHands' own default tools
+    (``terminal``, ``file_editor``, ``task_tracker``) and ``task``."""
     subagent_types: list[ProcessText] = Field(default_factory=list)
     """Markdown agent files (OpenHands' format), relative to the workspace, registered besides
     the built-in types and the workspace's ``.agents/agents/*.md``."""

@@ -131,7 +131,7 @@ class OpenHandsDispatcher:
             return [Confirm(data.get("parent_tool_use_id"), int(data.get("request") or 0), list(data.get("actions") or []))]
         if report.type == "dropped":
             self.dropped = max(self.dropped, int(data.get("count") or 0))
-        elif report.type not in ("ready", "fatal"):  # those two are the driver's (backend's) business
+        elif report.type not in ("ready", "fatal", "started"):  # those two are the driver's (backend's) business
             self.ignored += 1
         return []
 

@@ -1,21 +1,20 @@
-"""taskwire's OpenHands driver: runs in the OpenHands venv (Python 3.12), stdlib + openhands only.
+"""taskwire's OpenHands process: runs in the OpenHands venv (Python 3.12), stdlib + openhands +
+``taskwire_openhands.stamping`` only.
 
     .venv-openhands/bin/python server/openhands/driver.py
 
-It never imports taskwire (it runs under another interpreter). It speaks JSON lines
-(docs/openhands.md, "Protocol"): commands on stdin, reports on a private duplicate of fd 1
-(fd 1 itself is pointed at stderr first, since OpenHands' default visualizer prints there).
+One process serves every ``kind: openhands`` conversation of a taskwire server, as OpenHands'
+own agent-server serves all of its conversations: a ``Session`` per conversation, each with its
+OpenHands ``Conversation`` and a thread that runs it. It never imports taskwire (it runs under
+another interpreter). It speaks JSON lines (``protocol.py``): commands on stdin, reports on a
+private duplicate of fd 1 (fd 1 itself is pointed at stderr first, since OpenHands prints there).
 
-Every event of the main conversation and of every ``task`` sub-conversation is reported with the
-id of the ``task`` call that spawned it and the chain of such ids above it. The stamp comes from
-two public extension points, no patch: the root visualizer's ``create_sub_visualizer`` (which
-TaskManager calls for each new sub-conversation, on the thread that runs the call) and a
-``TaskToolSet`` registered under the same name whose executor learns the call's id first.
+Every event of a conversation and of its ``task`` sub-conversations is stamped by the one
+implementation the agent-server plugin uses too (``taskwire_openhands.stamping``).
 """
 
 from __future__ import annotations
 
-import contextvars
 import json
 import os
 import queue
@@ -23,68 +22,32 @@ import sys
 import threading
 import traceback
 import uuid
+from pathlib import Path
 from typing import Any
 
 from driver_channel import Outbox, open_channel  # noqa: E402  (beside this file, on sys.path)
 
 _channel = open_channel()
 
+try:
+    import taskwire_openhands  # noqa: F401  (installed beside OpenHands by `make openhands`)
+except ImportError:  # a checkout's copy, for an interpreter that lacks it
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "openhands-agent-server"))
+
 from openhands.sdk import LLM, Agent, Conversation, Tool  # noqa: E402
 from openhands.sdk.conversation.state import ConversationExecutionStatus, ConversationState  # noqa: E402
 from openhands.sdk.security.confirmation_policy import AlwaysConfirm  # noqa: E402
-from openhands.sdk.conversation.visualizer.base import ConversationVisualizerBase  # noqa: E402
-from openhands.sdk.event import ActionEvent  # noqa: E402
-from openhands.sdk.tool import ToolExecutor, register_tool  # noqa: E402
 from openhands.tools.task.definition import TaskToolSet  # noqa: E402
-
+from taskwire_openhands.stamping import SubagentStamper, TaskEnd, current_call, install  # noqa: E402
 
 OUT = Outbox(_channel)
-SPAWN: contextvars.ContextVar[tuple[str, tuple[str, ...], str] | None] = contextvars.ContextVar("spawn", default=None)
-"""(the spawning call's id, the ids above it, its sub-agent type) while a ``task`` call starts."""
-LIVE: dict[str, Any] = {}
-"""Spawning call id -> the running sub-conversation's state (to pause it on interrupt)."""
-
-
-def _safe(fn: Any) -> Any:
-    """A callback OpenHands calls must never raise into it (that ends the agent's step)."""
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except Exception:
-            traceback.print_exc(file=sys.stderr)
-            return None
-    return wrapped
-
-
-class StreamVisualizer(ConversationVisualizerBase):
-    """Reports each event of one conversation, stamped; hands a stamped one to each sub-agent."""
-
-    def __init__(self, ancestry: tuple[str, ...] = (), label: str | None = None, subagent_type: str | None = None) -> None:
-        super().__init__()
-        self.ancestry = ancestry
-        self.label = label
-        self.subagent_type = subagent_type
-
-    @_safe
-    def on_event(self, event: Any) -> None:
-        if self.ancestry:
-            LIVE[self.ancestry[-1]] = self._state
-        OUT.put({
-            "type": "event",
-            "parent_tool_use_id": self.ancestry[-1] if self.ancestry else None,
-            "ancestry": list(self.ancestry),
-            "depth": len(self.ancestry),
-            "label": self.label,
-            "subagent_type": self.subagent_type,
-            "event": event.model_dump(mode="json"),
-        })
-
-    def create_sub_visualizer(self, agent_id: str) -> StreamVisualizer:
-        spawn = SPAWN.get()
-        if spawn is None:  # not through our wrapper (should not happen): still keep stdout clean
-            return StreamVisualizer(self.ancestry + (f"unknown:{agent_id}",), agent_id)
-        call_id, ancestry, subagent_type = spawn
-        return StreamVisualizer(ancestry + (call_id,), agent_id, subagent_type)
+SESSIONS: dict[str, Session] = {}
+"""Conversation id -> its session."""
+CLOSING: dict[str, Session] = {}
+"""Sessions being closed, until their close is done (a new session of theirs waits for it)."""
+CLOSE_WAIT = 30.0
+"""Seconds a new session of a conversation waits for its previous run's thread to end (an
+interrupt it could not honour in time; OpenHands' persisted state must have one writer)."""
 
 
 def _metrics_usage(state: Any) -> dict[str, int]:
@@ -104,71 +67,12 @@ def _metrics_usage(state: Any) -> dict[str, int]:
     return usage
 
 
-class StampingExecutor(ToolExecutor):
-    """Wraps TaskToolSet's executor: learns the spawning call's id, reports the result the
-    moment this sub-agent ends (OpenHands publishes a batch's observations only when its
-    slowest call is done)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def __call__(self, action: Any, conversation: Any = None) -> Any:
-        call_id = _call_id(action, conversation)
-        outer = SPAWN.get()
-        ancestry = outer[1] + (outer[0],) if outer is not None else ()
-        if getattr(conversation, "_visualizer", None) is not None and isinstance(conversation._visualizer, StreamVisualizer):
-            ancestry = conversation._visualizer.ancestry
-        if getattr(action, "resume", None):
-            observation = self._refuse_resume(action)
-        else:
-            token = SPAWN.set((call_id, ancestry, getattr(action, "subagent_type", "general-purpose")))
-            try:
-                observation = self.inner(action, conversation)
-            finally:
-                SPAWN.reset(token)
-        state = LIVE.pop(call_id, None)
-        OUT.put({
-            "type": "task_result", "tool_call_id": call_id, "ancestry": list(ancestry),
-            "status": str(getattr(observation, "status", "") or ""), "is_error": bool(observation.is_error),
-            "text": observation.text, "usage": _metrics_usage(state) if state is not None else None,
-        }, must=True)
-        return observation
-
-    def _refuse_resume(self, action: Any) -> Any:
-        # A resumed sub-conversation gets no visualizer in 1.58.2 (TaskManager._resume_task), so
-        # it could not be shown live: refused, with a reason the model reads.
-        from openhands.tools.task.definition import TaskObservation
-        return TaskObservation.from_text(
-            "resume is not supported under taskwire (a resumed sub-agent could not be shown live); "
-            "start a new task with the full context instead",
-            is_error=True, task_id=str(action.resume), subagent=str(action.subagent_type), status="error",
-        )
-
-    def interrupt(self) -> None:
-        pause_subagents()
-        CONFIRM.refuse_all()
-
-
-def _call_id(action: Any, conversation: Any) -> str:
-    """The id of the ``task`` call whose action this is: its ActionEvent is already in the
-    parent's log (emitted before execution), holding this very action object."""
-    events = conversation.state.events
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        if isinstance(event, ActionEvent) and event.action is action:
-            return event.tool_call_id
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        if isinstance(event, ActionEvent) and event.action == action:
-            return event.tool_call_id
-    return f"unmatched-{id(action)}"
-
-
 class Confirmations:
     """OpenHands asks to confirm actions (confirmation mode): taskwire asks a person, in the
     agent that asks; the asking thread waits for the answer (``answer`` op)."""
 
-    def __init__(self) -> None:
+    def __init__(self, session: Session) -> None:
+        self._session = session
         self._lock = threading.Lock()
         self._next = 0
         self._waiting: dict[int, tuple[threading.Event, list[bool]]] = {}
@@ -184,8 +88,8 @@ class Confirmations:
         actions = [{"tool_call_id": a.tool_call_id, "tool_name": a.tool_name,
                     "arguments": {k: v for k, v in a.action.model_dump(mode="json").items() if k != "kind"}}
                    for a in pending]
-        OUT.put({"type": "confirm", "request": request, "parent_tool_use_id": lane, "ancestry": list(ancestry),
-                 "actions": actions}, must=True)
+        self._session.report({"type": "confirm", "request": request, "parent_tool_use_id": lane,
+                              "ancestry": list(ancestry), "actions": actions}, must=True)
         done.wait()
         return answer[0]
 
@@ -205,49 +109,22 @@ class Confirmations:
             done.set()
 
 
-CONFIRM = Confirmations()
-
-
 def _confirm_subagent(task_id: str, pending: list[Any]) -> bool:
-    """TaskManager's ``confirmation_handler``: runs in the sub-agent's thread, under its call."""
-    spawn = SPAWN.get()
-    if spawn is None:
+    """TaskManager's ``confirmation_handler``: runs in the sub-agent's thread, under its call;
+    asked in the conversation whose tree made that call."""
+    call = current_call()
+    if call is None:
         return False
-    call_id, ancestry, _ = spawn
-    return CONFIRM.ask(call_id, ancestry + (call_id,), pending)
-
-
-class StampedTaskToolSet(TaskToolSet):
-    """TaskToolSet whose ``task`` tool runs through ``StampingExecutor``, its sub-agents'
-    confirmations asked through taskwire."""
-
-    @classmethod
-    def create(cls, conv_state: Any, **kwargs: Any) -> Any:
-        kwargs["confirmation_handler"] = _confirm_subagent
-        return [tool.set_executor(StampingExecutor(tool.executor)) for tool in TaskToolSet.create(conv_state, **kwargs)]
-
-
-register_tool(TaskToolSet.name, StampedTaskToolSet)
-
-
-def pause_subagents(only: str | None = None) -> None:
-    """Pause running sub-conversations (each between its steps): every one, or the one that
-    call ``only`` spawned. Its ``task`` call then ends in error, "stopped without finishing"."""
-    for call_id, state in list(LIVE.items()):
-        if only is not None and call_id != only:
-            continue
-        try:
-            with state:
-                state.execution_status = ConversationExecutionStatus.PAUSED
-        except Exception:
-            traceback.print_exc(file=sys.stderr)
+    for session in list(SESSIONS.values()):
+        if session.stamper.runs(call):
+            return session.confirm.ask(call.tool_call_id, call.ancestry, pending)
+    return False
 
 
 def _register_subagents(files: list[str], workspace: str) -> None:
     """OpenHands' built-in sub-agent types, the workspace's own (``.agents/agents/*.md``), and
-    the markdown files the spec names (OpenHands' agent file format)."""
-    from pathlib import Path
-
+    the markdown files the spec names (OpenHands' agent file format). OpenHands' registry is one
+    per process (as in its agent-server): the first definition of a name wins."""
     from openhands.sdk.subagent.registry import agent_definition_to_factory, register_agent_if_absent, register_file_agents
     from openhands.sdk.subagent.schema import AgentDefinition
     from openhands.tools.preset.default import register_builtins_agents
@@ -264,32 +141,73 @@ def _register_subagents(files: list[str], workspace: str) -> None:
     register_builtins_agents(enable_browser=False)
 
 
-def _tool_names(names: list[str]) -> list[str]:
-    """The spec's tool names, as registered in OpenHands (``task`` is the TaskToolSet)."""
-    from openhands.tools.preset.default import register_default_tools
+def _tools(names: list[str] | None) -> list[Tool]:
+    """The spec's tools as registered in OpenHands (``task`` is the TaskToolSet); none named:
+    OpenHands' own default tools (its default preset, no browser) and ``task``."""
+    from openhands.tools.preset.default import get_default_tools, register_default_tools
+
     register_default_tools(enable_browser=False)
-    return [TaskToolSet.name if name == "task" else name for name in names]
+    if not names:
+        defaults = [t for t in get_default_tools(enable_browser=False) if t.name != TaskToolSet.name]
+        return [*defaults, Tool(name=TaskToolSet.name)]
+    return [Tool(name=TaskToolSet.name if name == "task" else name) for name in names]
 
 
-class Driver:
-    def __init__(self, config: dict[str, Any]) -> None:
+class Session:
+    """One taskwire conversation in this process: its OpenHands ``Conversation``, its stamper,
+    its confirmations, and the thread that runs it on each message."""
+
+    def __init__(self, conversation_id: str, config: dict[str, Any]) -> None:
+        self.id = conversation_id
+        self.closed = False
+        self.confirm = Confirmations(self)
+        self.stamper = SubagentStamper(self._on_event, on_task_end=self._on_task_end, root_events=True,
+                                       resume="refuse")
         llm = config["llm"]
         _register_subagents(config.get("subagent_types") or [], config["workspace"])
         agent = Agent(
             llm=LLM(model=llm["model"], base_url=llm.get("base_url"), api_key=llm.get("api_key") or "none",
-                    num_retries=int(llm.get("num_retries", 0)), usage_id="agent"),
-            tools=[Tool(name=t) for t in _tool_names(config.get("tools") or ["task"])],
+                    num_retries=int(llm.get("num_retries") or 0), retry_min_wait=int(llm.get("retry_min_wait") or 1),
+                    retry_max_wait=int(llm.get("retry_max_wait") or 30), timeout=llm.get("timeout"),
+                    usage_id="agent"),
+            tools=_tools(config.get("tools")),
             tool_concurrency_limit=int(config.get("tool_concurrency_limit") or 4),
         )
         self.conversation = Conversation(
             agent=agent, workspace=config["workspace"], persistence_dir=config.get("persistence_dir"),
             conversation_id=uuid.UUID(config["conversation_id"]) if config.get("conversation_id") else None,
-            visualizer=StreamVisualizer(), max_iteration_per_run=int(config.get("max_iterations") or 50),
+            visualizer=self.stamper.visualizer(), max_iteration_per_run=int(config.get("max_iterations") or 50),
         )
         if config.get("confirmation") == "always":
             self.conversation.set_confirmation_policy(AlwaysConfirm())
         self.inbox: queue.Queue[str | None] = queue.Queue()
-        self.runner = threading.Thread(target=self._run, name="taskwire-run", daemon=True)
+        self.runner = threading.Thread(target=self._run, name=f"taskwire-run-{conversation_id[:8]}", daemon=True)
+
+    def report(self, message: dict[str, Any], *, must: bool = False) -> None:
+        """One report of this conversation; none once it is closed (taskwire stopped reading it)."""
+        if not self.closed:
+            OUT.put({"type": message.pop("type"), "conversation": self.id, **message}, must=must)
+
+    def _on_event(self, stamp: Any, event: Any) -> None:
+        self.report({
+            "type": "event",
+            "parent_tool_use_id": stamp.parent_tool_use_id if stamp else None,
+            "ancestry": list(stamp.ancestry) if stamp else [],
+            "depth": stamp.depth if stamp else 0,
+            "label": stamp.label if stamp else None,
+            "subagent_type": stamp.subagent_type if stamp else None,
+            "event": event.model_dump(mode="json"),
+        })
+
+    def _on_task_end(self, end: TaskEnd) -> None:
+        # Sent the moment this sub-agent ends (OpenHands publishes a batch's observations only
+        # when its slowest call is done).
+        observation = end.observation
+        self.report({
+            "type": "task_result", "tool_call_id": end.call.tool_call_id, "ancestry": list(end.call.ancestry[:-1]),
+            "status": str(getattr(observation, "status", "") or ""), "is_error": bool(observation.is_error),
+            "text": observation.text, "usage": _metrics_usage(end.state) if end.state is not None else None,
+        }, must=True)
 
     def _run(self) -> None:
         while (text := self.inbox.get()) is not None:
@@ -299,56 +217,115 @@ class Driver:
                 state = self.conversation.state
                 while state.execution_status == ConversationExecutionStatus.WAITING_FOR_CONFIRMATION:
                     pending = ConversationState.get_unmatched_actions(state.events)
-                    if not pending:
+                    if not pending or self.closed:
                         break
-                    if not CONFIRM.ask(None, (), pending):
+                    if not self.confirm.ask(None, (), pending):
                         self.conversation.reject_pending_actions("A person rejected the actions")
                     self.conversation.run()
-                OUT.put({"type": "run_end", "status": str(state.execution_status.value),
-                         "usage": _metrics_usage(state)}, must=True)
+                self.report({"type": "run_end", "status": str(state.execution_status.value),
+                             "usage": _metrics_usage(state)}, must=True)
             except Exception as exc:
                 traceback.print_exc(file=sys.stderr)
-                OUT.put({"type": "run_end", "status": "error", "error": f"{type(exc).__name__}: {exc}",
-                         "usage": _metrics_usage(self.conversation.state)}, must=True)
+                self.report({"type": "run_end", "status": "error", "error": f"{type(exc).__name__}: {exc}",
+                             "usage": _metrics_usage(self.conversation.state)}, must=True)
 
     def interrupt(self) -> None:
-        pause_subagents()
-        CONFIRM.refuse_all()
-        # pause() waits for the state lock, held for the whole step (sub-agents included).
-        threading.Thread(target=_safe(self.conversation.pause), name="taskwire-pause", daemon=True).start()
+        """Pause the running sub-agents, refuse waiting confirmations, then pause the main agent
+        (between its steps: ``pause`` waits for the state lock, held for a whole step)."""
+        self.stamper.pause()
+        self.confirm.refuse_all()
+        threading.Thread(target=_quietly(self.conversation.pause), name="taskwire-pause", daemon=True).start()
+
+    def close(self) -> None:
+        """End this conversation here: no more reports, its run paused, and every process its
+        tools started (OpenHands' terminal is a tmux server of its own session) ended by closing
+        the conversation, whose tool executors close them. Runs on a thread of its own."""
+        self.closed = True
+        self.stamper.pause()
+        self.confirm.refuse_all(closing=True)
+        self.inbox.put(None)
+        _quietly(self.conversation.pause)()
+        _quietly(self.conversation.close)()
+
+
+def _quietly(fn: Any) -> Any:
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+            return None
+    return wrapped
+
+
+def _configure(conversation_id: str, config: dict[str, Any], previous: Session | None) -> None:
+    """Build a conversation's session (on a thread: OpenHands' start-up takes a while) once its
+    previous one, if any, has let go of OpenHands' persisted state."""
+    try:
+        if previous is not None:
+            if previous.runner.is_alive():
+                previous.runner.join(timeout=CLOSE_WAIT)
+            if previous.runner.is_alive():
+                raise RuntimeError(f"its previous run has not ended after {CLOSE_WAIT:g} s")
+        session = Session(conversation_id, config)
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        OUT.put({"type": "fatal", "conversation": conversation_id, "code": "bad_agent",
+                 "error": f"{type(exc).__name__}: {exc}"}, must=True)
+        return
+    SESSIONS[conversation_id] = session
+    session.runner.start()
+    OUT.put({"type": "ready", "conversation": conversation_id, "pid": os.getpid()}, must=True)
+
+
+def _close(session: Session) -> None:
+    session.close()
+    session.runner.join(timeout=CLOSE_WAIT)
+    if CLOSING.get(session.id) is session:
+        del CLOSING[session.id]
 
 
 def main() -> int:
-    first = sys.stdin.readline()
-    try:
-        config = json.loads(first)
-        driver = Driver(config["config"])
-    except Exception as exc:
-        traceback.print_exc(file=sys.stderr)
-        OUT.put({"type": "fatal", "code": "bad_agent", "error": f"{type(exc).__name__}: {exc}"}, must=True)
-        OUT.close()
-        return 2
     from importlib.metadata import version
-    OUT.put({"type": "ready", "openhands_sdk": version("openhands-sdk"), "pid": os.getpid()}, must=True)
-    driver.runner.start()
+
+    install(confirmation_handler=_confirm_subagent)
+    OUT.put({"type": "started", "openhands_sdk": version("openhands-sdk"), "pid": os.getpid()}, must=True)
+    closing: list[threading.Thread] = []
     for line in sys.stdin:
         try:
             command = json.loads(line)
         except ValueError:
             continue
-        op = command.get("op")
-        if op == "message":
-            driver.inbox.put(str(command.get("text", "")))
-        elif op == "interrupt":
-            driver.interrupt()
-        elif op == "answer":
-            CONFIRM.answer(int(command.get("request") or 0), bool(command.get("allow")))
-        elif op == "stop_subagent":
-            pause_subagents(str(command.get("tool_call_id")))
+        op, cid = command.get("op"), str(command.get("conversation") or "")
+        session = SESSIONS.get(cid)
+        if op == "configure":
+            previous = SESSIONS.pop(cid, None) or CLOSING.get(cid)
+            if previous is not None and not previous.closed:
+                previous.close()
+            threading.Thread(target=_configure, args=(cid, command.get("config") or {}, previous),
+                             name="taskwire-configure", daemon=True).start()
         elif op == "shutdown":
             break
-    CONFIRM.refuse_all(closing=True)
-    driver.inbox.put(None)
+        elif session is None:
+            continue
+        elif op == "message":
+            session.inbox.put(str(command.get("text", "")))
+        elif op == "interrupt":
+            session.interrupt()
+        elif op == "answer":
+            session.confirm.answer(int(command.get("request") or 0), bool(command.get("allow")))
+        elif op == "stop_subagent":
+            session.stamper.pause(str(command.get("tool_call_id")))
+        elif op == "close":
+            CLOSING[cid] = SESSIONS.pop(cid)
+            closing.append(threading.Thread(target=_close, args=(session,), name="taskwire-close", daemon=True))
+            closing[-1].start()
+    # taskwire is gone or asked us to stop: end every conversation and what its tools started.
+    ends = [threading.Thread(target=s.close, daemon=True) for s in list(SESSIONS.values()) if not s.closed]
+    for thread in ends:
+        thread.start()
+    for thread in [*ends, *closing]:
+        thread.join(timeout=10)
     OUT.close()
     return 0
 

@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import IO, Any
 
-PROTOCOL = 1
+PROTOCOL = 2
 QUEUE_SIZE = 10_000
 
 

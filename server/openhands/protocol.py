@@ -1,15 +1,24 @@
-"""The JSON-lines protocol between taskwire and its OpenHands driver (``driver.py``), Sans-I/O.
+"""The JSON-lines protocol between taskwire and its OpenHands process (``driver.py``), Sans-I/O.
+
+One process serves every ``kind: openhands`` conversation of a server; each command and each
+conversation's report names its ``conversation`` (taskwire's id).
 
 taskwire -> driver (the driver's stdin), one object a line:
 
-- first line ``{"op": "configure", "config": {...}}`` (LLM, tools, sub-agent types, workspace);
-- ``{"op": "message", "text": ...}``: a user message; the driver runs the conversation on it;
-- ``{"op": "interrupt"}``: pause running sub-agents, then the main agent;
-- ``{"op": "shutdown"}``.
+- ``{"op": "configure", "conversation", "config": {...}}`` (LLM, tools, sub-agent types,
+  workspace): build that conversation's session (again: it goes on from OpenHands' persisted
+  history, once its previous run has ended);
+- ``{"op": "message", "conversation", "text"}``: a user message; the driver runs the conversation on it;
+- ``{"op": "interrupt", "conversation"}``: pause its running sub-agents, then its main agent;
+- ``{"op": "answer", "conversation", "request", "allow"}``: a person's answer to a ``confirm``;
+- ``{"op": "stop_subagent", "conversation", "tool_call_id"}``: pause one sub-agent;
+- ``{"op": "close", "conversation"}``: end it here (and every process its tools started);
+- ``{"op": "shutdown"}``: end every conversation, then the process (as does stdin closing).
 
-driver -> taskwire (a private duplicate of its fd 1), each with ``v`` (1) and ``seq``:
+driver -> taskwire (a private duplicate of its fd 1), each with ``v`` (2) and ``seq``:
 
-- ``ready`` (``openhands_sdk``: its version, ``pid``) / ``fatal`` (``code``, ``error``);
+- ``started`` (``openhands_sdk``: its version, ``pid``), once, the process's;
+- ``ready`` / ``fatal`` (``code``, ``error``): a conversation's session was built, or not;
 - ``event``: one OpenHands event (``event``: its ``model_dump``), stamped
   ``parent_tool_use_id`` (``None`` for the main agent), ``ancestry`` (spawning call ids, outermost
   first), ``depth``, ``label`` (the task's description) and ``subagent_type``;
@@ -17,7 +26,7 @@ driver -> taskwire (a private duplicate of its fd 1), each with ``v`` (1) and ``
   (``status``, ``is_error``, ``text``, ``usage``);
 - ``run_end``: the conversation's run returned (``status``: OpenHands' execution status,
   ``error``, ``usage``: the main agent's totals so far);
-- ``dropped``: ``count`` reports lost because taskwire read too slowly.
+- ``dropped`` (the process's): ``count`` reports lost because taskwire read too slowly.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-VERSION = 1
+VERSION = 2
 
 
 @dataclass(slots=True)

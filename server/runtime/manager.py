@@ -32,6 +32,7 @@ from .runs import RunCommands
 from .store_faults import STOPPED_BY_STORE, StrandedRuns
 from .subagent_commands import SubagentCommands
 from .task_manager import TaskManager
+from .backends.openhands_process import OpenHandsProcess
 from .workspaces import check_workspace_file_names, confine_workspace_files, prepare_workspace
 from ..settings import Settings
 from ..store import ConversationRecord, Store
@@ -58,6 +59,9 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
         """The one HTTP client every native agent's model calls go through (closed by ``close``)."""
         self.llm_gates = ProviderGates()
         """Each model provider's shared rate-limit wait and concurrency cap on this server."""
+        self.openhands = OpenHandsProcess(settings.openhands_python)
+        """The one OpenHands process every ``kind: openhands`` conversation runs in (started at
+        the first one's run, ended by ``close``)."""
         self._roots: dict[str, ConversationHost] = {}
         self._lock = asyncio.Lock()
         self._sweeper: asyncio.Task[None] | None = None
@@ -125,6 +129,7 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
             await host.close()
         self._roots.clear()
         await self.ownership.close()
+        await self.openhands.aclose()
         await self.llm_http.aclose()
 
     # -- conversations --------------------------------------------------------------------
@@ -229,7 +234,8 @@ class Runtime(PermissionCommands, SubagentCommands, RunCommands):
             publisher=publisher,
             sink=publisher.publish,
             backend_factory=lambda h: build_backend(
-                h, self.store, self.tasks, self.hooks, self.requests_first, self.llm_http, self.llm_gates
+                h, self.store, self.tasks, self.hooks, self.requests_first, self.llm_http, self.llm_gates,
+                self.openhands,
             ),
             new_stream=not last_seq,  # a tree with no event yet (just created): its host sees them all
         )

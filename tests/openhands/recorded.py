@@ -5,6 +5,8 @@
 - ``three_subagents.driver.jsonl``: ``server/openhands/driver.py``'s own stdout for
   ``scripts/three_subagents.yaml`` served by ``taskwire mock-llm`` (OpenAI dialect), workspace
   with ``.agents/agents/reviewer.md``: one ``configure`` then one ``message`` line on its stdin.
+  Recorded in protocol v1 (one process a conversation); the lines were carried to v2 as they
+  are, with the ``conversation`` each v2 report names and the process's ``started`` line.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Stamp every event of OpenHands' ``task`` sub-agents with the call that spawned them.
 
 The one implementation of the stamp, shared by the agent-server plugin (this package) and by
-taskwire's own OpenHands process (``kind: openhands``, branch ``oh-backend``), which imports
-this very module. It needs openhands-sdk and openhands-tools only, never the agent-server.
+taskwire's own OpenHands process (``kind: openhands``, ``server/openhands/driver.py``), which
+imports this very module. It needs openhands-sdk and openhands-tools only, never the agent-server.
 
 OpenHands' events have no field for a parent call and its ``TaskManager`` gives
 sub-conversations no callbacks. Two public extension points suffice:
@@ -156,6 +156,13 @@ class SubagentStamper:
         assert visualizer.call is not None
         with self._lock:
             self._live[visualizer.call.tool_call_id] = visualizer
+
+    def runs(self, call: TaskCall) -> bool:
+        """Whether ``call`` is one of this tree's, its sub-agent running (a process serving many
+        trees finds the one a sub-agent's confirmation belongs to; call ids may repeat across trees)."""
+        with self._lock:
+            visualizer = self._live.get(call.tool_call_id)
+        return visualizer is not None and visualizer.call is call
 
     def live(self) -> dict[str, Any]:
         """Running sub-agents: spawning call id -> the sub-conversation's ``ConversationState``."""

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ...llm import ModelHTTP, ProviderGates
     from ..conversation import ConversationHost
     from ..task_manager import TaskManager
+    from .openhands_process import OpenHandsProcess
 
 __all__ = ["AgentBackend", "AgentHost", "build_backend"]
 
@@ -30,11 +31,13 @@ __all__ = ["AgentBackend", "AgentHost", "build_backend"]
 async def build_backend(
     host: ConversationHost, store: Store, tasks: TaskManager, hooks: Hooks, requests_first: RequestsFirst | None = None,
     llm_http: ModelHTTP | None = None, llm_gates: ProviderGates | None = None,
+    openhands_process: OpenHandsProcess | None = None,
 ) -> AgentBackend:
     """The backend named by ``host.record.agent``, primed with what the conversation already
     holds; a native agent's steps give way to the API's requests (``requests_first``), and its
     model calls go through the server's one client (``llm_http``) and share the server's
-    rate limits per provider (``llm_gates``)."""
+    rate limits per provider (``llm_gates``); an OpenHands agent runs in the server's one
+    OpenHands process (``openhands_process``)."""
     agent = host.record.agent
     kind = agent.get("kind", "native")
     if kind == "native":
@@ -47,7 +50,7 @@ async def build_backend(
         return await claude_sdk.ClaudeSDKBackend.from_spec(agent, host)
     if kind == "openhands":
         openhands = await _imported(f"{__name__}.openhands")
-        return openhands.OpenHandsBackend.from_spec(agent, host)
+        return openhands.OpenHandsBackend.from_spec(agent, host, openhands_process)
     raise BackendError(f"unknown agent kind {kind!r}", code="bad_agent")
 
 

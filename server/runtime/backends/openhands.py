@@ -1,10 +1,10 @@
 """The ``openhands`` backend: OpenHands' own Agent and its ``task`` sub-agents, live.
 
-One driver process per conversation (``server/openhands/driver.py`` under
-``OH_OPENHANDS_PYTHON``, started at the first run, ended with the conversation). A pump task reads
-every report of the driver for as long as it lives and hands each to the
-``OpenHandsDispatcher`` (``server/openhands/dispatch.py``), which decides what it means; this
-module only carries out its actions through hosts: the conversation's own for the main agent,
+One OpenHands process serves every conversation of the server (``openhands_process.py``); this
+conversation's session in it is built at its first run and closed with it. Its reports arrive
+in order on a queue, and a task of this backend hands each to the ``OpenHandsDispatcher``
+(``server/openhands/dispatch.py``), which decides what it means; this module only carries out
+its actions through hosts: the conversation's own for the main agent,
 one child host per OpenHands sub-conversation (``host.start_subagent`` under the lane of the
 ``task`` call that spawned it), so stamping, storage and forwarding are every backend's.
 """
@@ -12,37 +12,32 @@ one child host per OpenHands sub-conversation (``host.start_subagent`` under the
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import functools
 import logging
-import os
-import signal
 import uuid
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from ...child_processes import EXIT_GRACE, OWN_GROUP, end_group, exited_within, signal_group
 from ...errors import BackendError, OpenHandsError
 from ...events import Usage
 from ...openhands.dispatch import ROOT, Action, Confirm, Emit, FinishLane, Lane, OpenHandsDispatcher, RunEnded, StartLane
-from ...openhands.protocol import ProtocolError, command, parse_line
+from ...openhands.protocol import Report
+from .openhands_process import OpenHandsProcess
 from .base import AgentHost, run_user_turns
 from ...settings import Settings
 from ...specs import OpenHandsAgentSpec
 
 log = logging.getLogger(__name__)
 
-DRIVER = Path(__file__).resolve().parents[2] / "openhands" / "driver.py"
+CLOSE_TIMEOUT = 5.0
+"""Seconds a closing conversation gives its last reports to be applied."""
 INTERRUPT_TIMEOUT = 10.0
 """Seconds an interrupted run waits for OpenHands to pause its sub-agents and itself."""
-CLOSE_TIMEOUT = 5.0
 STATE_DIR = ".taskwire/openhands"
 """OpenHands' own persisted conversation, under the workspace."""
-STDERR_LINES = 40
-LINE_LIMIT = 64 * 1024 * 1024
 
 
 def driver_llm(spec: OpenHandsAgentSpec, settings: Settings) -> dict[str, Any]:
@@ -53,67 +48,68 @@ def driver_llm(spec: OpenHandsAgentSpec, settings: Settings) -> dict[str, Any]:
     api, model = llm.get("api"), str(llm.get("model") or "")
     if "/" not in model and api in ("openai", "anthropic", "scripted"):
         model = f"{'openai' if api == 'scripted' else api}/{model}"
-    return {"model": model, "base_url": llm.get("base_url"), "api_key": llm.get("api_key")}
+    # OpenHands retries through LiteLLM: as many times as taskwire's own clients would, each
+    # attempt bounded like a stalled stream, so a reset or a 429 does not end the tree.
+    return {"model": model, "base_url": llm.get("base_url"), "api_key": llm.get("api_key"),
+            "num_retries": int(llm.get("max_retries") or 0), "timeout": int(llm.get("stall_timeout") or 90)}
 
 
 class OpenHandsBackend:
-    """Drives one conversation's OpenHands driver. Implements ``AgentBackend``."""
+    """Drives one conversation's session in the server's OpenHands process. Implements
+    ``AgentBackend``."""
 
-    holds_session = True  # a peer process and its session: kept until the root is unloaded
+    holds_session = True  # a session in the OpenHands process: kept until the root is unloaded
 
-    def __init__(self, spec: OpenHandsAgentSpec, python: str, config: dict[str, Any]) -> None:
+    def __init__(self, spec: OpenHandsAgentSpec, process: OpenHandsProcess, conversation_id: str,
+                 config: dict[str, Any]) -> None:
         self.spec = spec
-        self.python = python
+        self.process = process
+        self.conversation_id = conversation_id
         self.config = config
         self.dispatcher = OpenHandsDispatcher()
         self._hosts: dict[Lane, AgentHost] = {}
         self._lock = asyncio.Lock()
-        self._process: asyncio.subprocess.Process | None = None
-        self._pump: asyncio.Task[None] | None = None
-        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self._stderr_task: asyncio.Task[None] | None = None
-        self._ready: asyncio.Future[dict[str, Any]] | None = None
+        self._reports: asyncio.Queue[Report | OpenHandsError | None] = asyncio.Queue()
+        self._consumer: asyncio.Task[None] | None = None
+        self._attached = False
+        self._ready: asyncio.Future[None] | None = None
         self._run_end: asyncio.Future[RunEnded] | None = None
         self._failure: OpenHandsError | None = None
         self._root_usage = Usage()
         self._closed = False
-        self._ending = False
-        """The driver is being ended on purpose (its exit is no failure)."""
         self._asking: set[asyncio.Task[None]] = set()
         """Confirmations waiting for a person."""
 
     @classmethod
-    def from_spec(cls, agent: dict[str, Any], host: AgentHost) -> OpenHandsBackend:
+    def from_spec(cls, agent: dict[str, Any], host: AgentHost, process: OpenHandsProcess | None) -> OpenHandsBackend:
         try:
             spec = OpenHandsAgentSpec.model_validate(agent)
         except ValidationError as exc:
             raise BackendError(f"invalid openhands agent: {exc}", code="bad_agent") from exc
-        python = host.settings.openhands_python
-        if not python:
-            raise OpenHandsError("OH_OPENHANDS_PYTHON is not set (see docs/openhands.md)", code="openhands_unavailable")
+        if process is None or not process.python:
+            raise OpenHandsError("no OpenHands interpreter: run `make openhands`, or set OH_OPENHANDS_PYTHON "
+                                 "(see docs/openhands.md)", code="openhands_unavailable")
         config = {
             "llm": driver_llm(spec, host.settings), "tools": spec.tools, "subagent_types": spec.subagent_types,
             "tool_concurrency_limit": spec.tool_concurrency_limit, "max_iterations": spec.max_iterations,
             "confirmation": spec.confirmation,
             "workspace": str(host.workspace),
-            # OpenHands keeps its own conversation there, so a new driver (after a restart, or an
+            # OpenHands keeps its own conversation there, so a new session (after a restart, or an
             # interrupt OpenHands could not honour in time) goes on with the same history.
             "conversation_id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"taskwire:{host.conversation_id}")),
             "persistence_dir": str(Path(host.workspace) / STATE_DIR),
         }
-        return cls(spec, python, config)
+        return cls(spec, process, host.conversation_id, config)
 
     # -- running --------------------------------------------------------------------------
 
     async def run(self, host: AgentHost) -> str | None:
         self._hosts[ROOT] = host
-        await self._start()
         return await run_user_turns(host, self.run_turn)
 
     async def run_turn(self, text: str) -> str | None:
         """Send one user message; the answer once OpenHands' run on it returns."""
-        if self._failure is not None:
-            raise self._failure
+        await self._attach()
         self.dispatcher.answer = None
         self._run_end = asyncio.get_running_loop().create_future()
         try:
@@ -139,9 +135,10 @@ class OpenHandsBackend:
             if run_end is not None:
                 await asyncio.wait({run_end}, timeout=INTERRUPT_TIMEOUT)
         if run_end is not None and not run_end.done():
-            # OpenHands pauses between steps only (an LLM request in flight is waited for): end
-            # the driver; the next message starts a new one on OpenHands' persisted history.
-            await self._end_driver(kill=True)
+            # OpenHands pauses between steps only (an LLM request or a command in flight is
+            # waited for): this conversation's session is closed, which ends what its tools
+            # run; the next message builds a new one on OpenHands' persisted history.
+            await self._detach()
         async with self._lock:
             await self._apply(self.dispatcher.close("the run was interrupted"))
 
@@ -150,78 +147,69 @@ class OpenHandsBackend:
         await self._send("stop_subagent", tool_call_id=lane)
 
     async def _send(self, op: str, **fields: Any) -> None:
-        process = self._process
-        if process is None or process.stdin is None or process.returncode is not None:
-            raise self._failure or OpenHandsError("the OpenHands driver is not running", code="openhands_driver_exited")
-        try:
-            process.stdin.write(command(op, **fields))
-            await process.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError) as exc:
-            raise OpenHandsError("the OpenHands driver went away", code="openhands_driver_exited") from exc
+        if self._failure is not None:
+            raise self._failure
+        if not self._attached:
+            raise OpenHandsError("this conversation has no session in the OpenHands process", code="openhands_driver_exited")
+        await self.process.send(op, conversation=self.conversation_id, **fields)
 
-    # -- the driver and its pump ----------------------------------------------------------
+    # -- the session and its reports ------------------------------------------------------
 
-    async def _start(self) -> None:
-        if self._process is not None:
+    async def _attach(self) -> None:
+        """This conversation's session in the process (a new process if it is not running)."""
+        if self._attached:
             return
-        try:
-            self._process = await asyncio.create_subprocess_exec(
-                self.python, str(DRIVER), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=self.config["workspace"], limit=LINE_LIMIT,
-                env={k: v for k, v in os.environ.items() if not k.startswith("OH_")}, **OWN_GROUP,
-            )
-        except OSError as exc:
-            raise OpenHandsError(f"cannot start OH_OPENHANDS_PYTHON {self.python!r}: {exc}",
-                                 code="openhands_unavailable") from exc
+        self._failure = None
+        if self._consumer is None:
+            self._consumer = asyncio.create_task(self._consume(), name="openhands reports")
         self._ready = asyncio.get_running_loop().create_future()
-        self._stderr_task = asyncio.create_task(self._read_stderr(), name="openhands stderr")
-        self._pump = asyncio.create_task(self._pump_reports(), name="openhands pump")
-        await self._send("configure", config=self.config)
+        await self.process.attach(self.conversation_id, self, self.config, self.spec.startup_timeout)
+        self._attached = True
         done, _ = await asyncio.wait({self._ready}, timeout=self.spec.startup_timeout)
         if not done:
-            raise OpenHandsError(f"the OpenHands driver did not start in {self.spec.startup_timeout:g} s",
+            await self._detach()
+            raise OpenHandsError(f"OpenHands did not build the conversation in {self.spec.startup_timeout:g} s",
                                  code="openhands_startup_timeout")
-        self._ready.result()
-
-    async def _read_stderr(self) -> None:
-        assert self._process is not None and self._process.stderr is not None
-        async for line in self._process.stderr:
-            text = line.decode(errors="replace").rstrip()
-            self._stderr.append(text)
-            log.debug("openhands driver: %s", text)
-
-    async def _pump_reports(self) -> None:
-        """Every report of the driver, through the dispatcher, until it exits."""
-        assert self._process is not None and self._process.stdout is not None
-        failure: OpenHandsError | None = None
         try:
-            async for line in self._process.stdout:
-                report = parse_line(line)
-                if report.type == "ready":
-                    self._resolve(self._ready, report.data)
-                    continue
-                if report.type == "fatal":
-                    failure = OpenHandsError(str(report.data.get("error")), code=str(report.data.get("code") or "bad_agent"))
-                    break
-                async with self._lock:
-                    await self._apply(self.dispatcher.feed(report))
-        except ProtocolError as exc:
-            failure = OpenHandsError(f"the OpenHands driver spoke out of protocol: {exc}", code="openhands_protocol")
-        code = await self._process.wait()
-        if self._closed or self._ending:
-            return
-        if failure is None:
-            if self._stderr_task is not None:
-                await asyncio.wait({self._stderr_task}, timeout=1)
-            tail = " | ".join(line for line in list(self._stderr)[-5:] if line.strip())
-            failure = OpenHandsError(f"the OpenHands driver exited (code {code})" + (f": {tail}" if tail else ""),
-                                     code="openhands_driver_exited")
+            self._ready.result()
+        except OpenHandsError:
+            await self._detach()
+            raise
+
+    async def _detach(self) -> None:
+        if self._attached:
+            self._attached = False
+            await self.process.detach(self.conversation_id, self)
+
+    def receive(self, report: Report) -> None:
+        if report.type == "ready":
+            self._resolve(self._ready, None)
+        elif report.type == "fatal":
+            failure = OpenHandsError(str(report.data.get("error")), code=str(report.data.get("code") or "bad_agent"))
+            if self._ready is not None and not self._ready.done():
+                self._ready.set_exception(failure)
+        else:
+            self._reports.put_nowait(report)
+
+    def gone(self, failure: OpenHandsError) -> None:
+        self._attached = False
         self._failure = failure
         for future in (self._ready, self._run_end):
             if future is not None and not future.done():
                 future.set_exception(failure)
-        async with self._lock:
-            await self._apply(self.dispatcher.close(failure.detail, status="error"))
+        self._reports.put_nowait(failure)
+
+    async def _consume(self) -> None:
+        """This conversation's reports, through the dispatcher, in order."""
+        while (report := await self._reports.get()) is not None:
+            try:
+                async with self._lock:
+                    if isinstance(report, OpenHandsError):
+                        await self._apply(self.dispatcher.close(report.detail, status="error"))
+                    else:
+                        await self._apply(self.dispatcher.feed(report))
+            except Exception:  # one bad report must not silence the rest
+                log.exception("openhands: a report could not be applied")
 
     @staticmethod
     def _resolve(future: asyncio.Future[Any] | None, value: Any) -> None:
@@ -293,33 +281,20 @@ class OpenHandsBackend:
             task.cancel()
         await asyncio.gather(*self._asking, return_exceptions=True)
 
-    async def _end_driver(self, *, kill: bool = False) -> None:
-        """Stop the driver (asked to shut down, or killed) and its readers; a later run starts
-        a new one."""
-        process, self._ending = self._process, True
-        if process is not None and process.returncode is None:
-            if not kill:
-                with contextlib.suppress(OpenHandsError, OSError):
-                    await self._send("shutdown")
-            if kill or not await exited_within(process, CLOSE_TIMEOUT):
-                # Its group too: the shells and tools OpenHands started under it.
-                if kill:
-                    signal_group(process, signal.SIGKILL)
-                await end_group(process, grace=0 if kill else EXIT_GRACE)
-        for task in (self._pump, self._stderr_task):
-            if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-        self._process = self._pump = self._stderr_task = None
-        self._ending = False
-
     async def close(self) -> None:
-        """End the driver, close what is still open. Idempotent."""
+        """Close this conversation's session (and what its tools started), close what is still
+        open. Idempotent."""
         if self._closed:
             return
         self._closed = True
         await self._stop_asking()
-        await self._end_driver()
+        await self._detach()
+        if self._consumer is not None:
+            # What the session reported before it closed is applied first.
+            self._reports.put_nowait(None)
+            await asyncio.wait({self._consumer}, timeout=CLOSE_TIMEOUT)
+            self._consumer.cancel()
+            await asyncio.gather(self._consumer, return_exceptions=True)
         if ROOT not in self._hosts:
             return
         try:
