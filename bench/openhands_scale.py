@@ -70,6 +70,13 @@ def tree_pids(pid: int) -> list[int]:
     return found
 
 
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def tree_cpu(pid: int) -> dict[int, float]:
     """CPU seconds of each process of the tree."""
     cpu = {}
@@ -189,6 +196,7 @@ async def measure(pid: int, trees: Callable[[int], Awaitable[list[Any]]], n: int
     wall = time.perf_counter() - began
     cpu1 = tree_cpu(pid)
     peak = await sampler.stop()
+    server_rss = memory_mb(pid)["rss"] - sum(memory_mb(p)["rss"] for p in tree_pids(pid) if p != pid and _parent(p) == pid)
     cpu = sum(v - cpu0.get(p, 0.0) for p, v in cpu1.items())
     stamped, delays = figures_of(frames)
     delays.sort()
@@ -197,6 +205,7 @@ async def measure(pid: int, trees: Callable[[int], Awaitable[list[Any]]], n: int
         "CPU ms / sub-agent event": cpu * 1000 / max(stamped, 1),
         "task → first sub-agent frame p50 ms": delays[len(delays) // 2] if delays else float("nan"),
         "task → first sub-agent frame p99 ms": delays[min(len(delays) - 1, int(len(delays) * 0.99))] if delays else float("nan"),
+        "of which the server process itself at the end, MB": server_rss,
         "sub-agent frames": float(stamped), "wall s": wall, "processes": float(len(cpu1)),
     }
 
@@ -211,7 +220,8 @@ async def run(n: int, subagents: int, steps: int, tmp: Path, model_url: str) -> 
             server.process.pid, lambda k: taskwire_trees(server, model_url, f"t{time.monotonic_ns()}", k, subagents), n)
     folder = tmp / f"agent-server-{n}"
     folder.mkdir()
-    async with agent_server(folder / "server", forward="true") as server:
+    # Its default lets 10 conversations run at once (429 past that); taskwire has no such cap.
+    async with agent_server(folder / "server", forward="true", config={"max_concurrent_runs": n + 2}) as server:
         assert server.process is not None
         results["agent-server"] = await measure(
             server.process.pid, lambda k: agent_server_trees(server, model_url, folder / f"t{time.monotonic_ns()}", k, subagents), n)
