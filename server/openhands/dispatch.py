@@ -71,7 +71,16 @@ class Confirm:
     actions: list[dict[str, Any]]
 
 
-Action = Emit | StartLane | FinishLane | RunEnded | Confirm
+@dataclass(frozen=True, slots=True)
+class AddUsage:
+    """One model call of ``lane``'s agent: its tokens and the model (LiteLLM's name, provider first)."""
+
+    lane: Lane
+    usage: Usage
+    model: str
+
+
+Action = Emit | StartLane | FinishLane | RunEnded | Confirm | AddUsage
 
 # OpenHands' TaskObservation statuses / stopped runs, as a sub-agent's outcome.
 _OUTCOMES: dict[str, SubagentStatus] = {"completed": "completed", "error": "error", "paused": "cancelled"}
@@ -92,7 +101,8 @@ def text_of(content: Any) -> str:
 def usage_of(data: Any) -> Usage | None:
     if not isinstance(data, dict):
         return None
-    return Usage(**{k: int(data.get(k) or 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "llm_calls")})
+    fields = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "llm_calls")
+    return Usage(**{k: int(data.get(k) or 0) for k in fields})
 
 
 @dataclass(slots=True)
@@ -127,6 +137,12 @@ class OpenHandsDispatcher:
             return self._task_result(data)
         if report.type == "run_end":
             return [RunEnded(str(data.get("status")), self.answer, data.get("error"), usage_of(data.get("usage")))]
+        if report.type == "llm_call":
+            lane = data.get("parent_tool_use_id")
+            usage = usage_of(data.get("usage"))
+            if usage is None or (lane is not None and lane not in self._lanes):  # a straggler
+                return []
+            return [AddUsage(lane, usage, str(data.get("model") or ""))]
         if report.type == "confirm":
             return [Confirm(data.get("parent_tool_use_id"), int(data.get("request") or 0), list(data.get("actions") or []))]
         if report.type == "dropped":

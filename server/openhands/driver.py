@@ -50,21 +50,31 @@ CLOSE_WAIT = 30.0
 interrupt it could not honour in time; OpenHands' persisted state must have one writer)."""
 
 
-def _metrics_usage(state: Any) -> dict[str, int]:
-    """Token counts of a conversation's LLM calls so far (OpenHands' own metrics)."""
-    usage = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "llm_calls": 0}
-    try:
-        for key, metrics in state.stats.usage_to_metrics.items():
-            if key.startswith("task:"):  # a sub-agent's, copied in when it ended: counted there
-                continue
-            for token in metrics.token_usages:
-                usage["input_tokens"] += token.prompt_tokens or 0
-                usage["output_tokens"] += token.completion_tokens or 0
-                usage["cache_read_tokens"] += token.cache_read_tokens or 0
-                usage["llm_calls"] += 1
-    except Exception:
-        traceback.print_exc(file=sys.stderr)
-    return usage
+class CallCounter:
+    """Each model call of each conversation of a tree, once: OpenHands' metrics hold one token
+    usage per call (``usage_to_metrics``), read after each event the agent emits."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str | None, str], int] = {}
+
+    def new_calls(self, lane: str | None, state: Any) -> list[dict[str, Any]]:
+        """The calls of ``lane``'s conversation not reported yet: model and tokens each."""
+        calls = []
+        try:
+            for key, metrics in list(state.stats.usage_to_metrics.items()):
+                if key.startswith("task:"):  # a sub-agent's, copied in when it ended: its own lane's
+                    continue
+                seen = self._seen.get((lane, key), 0)
+                usages = list(metrics.token_usages)
+                for token in usages[seen:]:
+                    calls.append({"model": token.model or metrics.model_name, "usage": {
+                        "input_tokens": token.prompt_tokens or 0, "output_tokens": token.completion_tokens or 0,
+                        "cache_read_tokens": token.cache_read_tokens or 0,
+                        "cache_write_tokens": token.cache_write_tokens or 0, "llm_calls": 1}})
+                self._seen[(lane, key)] = len(usages)
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+        return calls
 
 
 class Confirmations:
@@ -163,6 +173,7 @@ class Session:
         self.confirm = Confirmations(self)
         self.stamper = SubagentStamper(self._on_event, on_task_end=self._on_task_end, root_events=True,
                                        resume="refuse")
+        self.calls = CallCounter()
         llm = config["llm"]
         _register_subagents(config.get("subagent_types") or [], config["workspace"])
         agent = Agent(
@@ -180,6 +191,7 @@ class Session:
         )
         if config.get("confirmation") == "always":
             self.conversation.set_confirmation_policy(AlwaysConfirm())
+        self.calls.new_calls(None, self.conversation.state)  # a history's calls were counted before
         self.inbox: queue.Queue[str | None] = queue.Queue()
         self.runner = threading.Thread(target=self._run, name=f"taskwire-run-{conversation_id[:8]}", daemon=True)
 
@@ -189,6 +201,11 @@ class Session:
             OUT.put({"type": message.pop("type"), "conversation": self.id, **message}, must=must)
 
     def _on_event(self, stamp: Any, event: Any) -> None:
+        lane = stamp.parent_tool_use_id if stamp else None
+        if getattr(event, "source", None) == "agent":  # after a model call: its usage, first
+            state = self.stamper.live().get(lane) if lane else self.conversation.state
+            for call in self.calls.new_calls(lane, state) if state is not None else ():
+                self.report({"type": "llm_call", "parent_tool_use_id": lane, **call})
         self.report({
             "type": "event",
             "parent_tool_use_id": stamp.parent_tool_use_id if stamp else None,
@@ -206,7 +223,7 @@ class Session:
         self.report({
             "type": "task_result", "tool_call_id": end.call.tool_call_id, "ancestry": list(end.call.ancestry[:-1]),
             "status": str(getattr(observation, "status", "") or ""), "is_error": bool(observation.is_error),
-            "text": observation.text, "usage": _metrics_usage(end.state) if end.state is not None else None,
+            "text": observation.text,
         }, must=True)
 
     def _run(self) -> None:
@@ -222,19 +239,34 @@ class Session:
                     if not self.confirm.ask(None, (), pending):
                         self.conversation.reject_pending_actions("A person rejected the actions")
                     self.conversation.run()
-                self.report({"type": "run_end", "status": str(state.execution_status.value),
-                             "usage": _metrics_usage(state)}, must=True)
+                self.report({"type": "run_end", "status": str(state.execution_status.value)}, must=True)
             except Exception as exc:
                 traceback.print_exc(file=sys.stderr)
-                self.report({"type": "run_end", "status": "error", "error": f"{type(exc).__name__}: {exc}",
-                             "usage": _metrics_usage(self.conversation.state)}, must=True)
+                self.report({"type": "run_end", "status": "error", "error": f"{type(exc).__name__}: {exc}"}, must=True)
 
     def interrupt(self) -> None:
-        """Pause the running sub-agents, refuse waiting confirmations, then pause the main agent
-        (between its steps: ``pause`` waits for the state lock, held for a whole step)."""
+        """Pause the running sub-agents, refuse waiting confirmations, end the tool calls in
+        flight (a terminal command gets a Ctrl-C: OpenHands' synchronous ``run`` does not do it
+        on ``pause``), then pause the main agent (between its steps: ``pause`` waits for the
+        state lock, held for a whole step)."""
         self.stamper.pause()
         self.confirm.refuse_all()
+        self._interrupt_tools()
         threading.Thread(target=_quietly(self.conversation.pause), name="taskwire-pause", daemon=True).start()
+
+    def _interrupt_tools(self) -> None:
+        agents = [self.conversation.agent, *(state.agent for state in self.stamper.live().values())]
+        for agent in agents:
+            for tool in list(agent.tools_map.values()):
+                if tool.executor is not None:
+                    _quietly(tool.executor.interrupt)()
+
+    def steer(self, tool_call_id: str, text: str) -> None:
+        """A person's message to one running sub-agent, before its next model call (on a thread
+        of its own: it waits for the sub-agent's step in flight)."""
+        why = self.stamper.say(tool_call_id, text)
+        if why is not None:
+            print(f"taskwire: a message for the sub-agent of {tool_call_id} was not delivered: {why}", file=sys.stderr)
 
     def close(self) -> None:
         """End this conversation here: no more reports, its run paused, and every process its
@@ -244,7 +276,10 @@ class Session:
         self.stamper.pause()
         self.confirm.refuse_all(closing=True)
         self.inbox.put(None)
-        _quietly(self.conversation.pause)()
+        self._interrupt_tools()
+        # close() first: it takes no state lock, and ending the tools ends the step in flight,
+        # which pause() (it waits for the state lock) then follows.
+        threading.Thread(target=_quietly(self.conversation.pause), name="taskwire-pause", daemon=True).start()
         _quietly(self.conversation.close)()
 
 
@@ -314,6 +349,9 @@ def main() -> int:
             session.interrupt()
         elif op == "answer":
             session.confirm.answer(int(command.get("request") or 0), bool(command.get("allow")))
+        elif op == "steer":
+            threading.Thread(target=session.steer, args=(str(command.get("tool_call_id")), str(command.get("text", ""))),
+                             name="taskwire-steer", daemon=True).start()
         elif op == "stop_subagent":
             session.stamper.pause(str(command.get("tool_call_id")))
         elif op == "close":

@@ -12,6 +12,8 @@ taskwire -> driver (the driver's stdin), one object a line:
 - ``{"op": "interrupt", "conversation"}``: pause its running sub-agents, then its main agent;
 - ``{"op": "answer", "conversation", "request", "allow"}``: a person's answer to a ``confirm``;
 - ``{"op": "stop_subagent", "conversation", "tool_call_id"}``: pause one sub-agent;
+- ``{"op": "steer", "conversation", "tool_call_id", "text"}``: a person's message to one running
+  sub-agent, read by its next model call;
 - ``{"op": "close", "conversation"}``: end it here (and every process its tools started);
 - ``{"op": "shutdown"}``: end every conversation, then the process (as does stdin closing).
 
@@ -22,10 +24,11 @@ driver -> taskwire (a private duplicate of its fd 1), each with ``v`` (2) and ``
 - ``event``: one OpenHands event (``event``: its ``model_dump``), stamped
   ``parent_tool_use_id`` (``None`` for the main agent), ``ancestry`` (spawning call ids, outermost
   first), ``depth``, ``label`` (the task's description) and ``subagent_type``;
+- ``llm_call``: one model call of the main agent (``parent_tool_use_id`` ``None``) or of a
+  sub-agent, reported before the event it answered with: ``model`` and ``usage`` (its tokens);
 - ``task_result``: a ``task`` call (``tool_call_id``) ended, sent the moment its sub-agent ends
-  (``status``, ``is_error``, ``text``, ``usage``);
-- ``run_end``: the conversation's run returned (``status``: OpenHands' execution status,
-  ``error``, ``usage``: the main agent's totals so far);
+  (``status``, ``is_error``, ``text``);
+- ``run_end``: the conversation's run returned (``status``: OpenHands' execution status, ``error``);
 - ``dropped`` (the process's): ``count`` reports lost because taskwire read too slowly.
 """
 

@@ -119,10 +119,14 @@ def budget_problem(agent: dict[str, Any], settings: Any, limits: Iterable[str] |
 
 
 def native_model(agent: dict[str, Any], settings: Any) -> tuple[str | None, str | None]:
-    """The model a native agent calls and the provider whose prices apply."""
+    """The model a native (or OpenHands) agent calls and the provider whose prices apply."""
     llm = settings.llm_defaults()
     llm.update({k: v for k, v in (agent.get("llm") or {}).items() if v is not None})
-    return llm.get("model") or settings.llm_model, provider_of(llm.get("api"), llm.get("base_url"))
+    model = llm.get("model") or settings.llm_model
+    if agent.get("kind") == "openhands" and model and "/" in model:  # LiteLLM's name: provider first
+        provider, _, name = model.partition("/")
+        return name, provider
+    return model, provider_of(llm.get("api"), llm.get("base_url"))
 
 
 def check_budgets(agent: dict[str, Any], settings: Any) -> None:

@@ -58,8 +58,9 @@ CAPABILITIES: dict[str, BackendCapabilities] = {
         iterations="an acp agent does not report its model calls one by one",
     ),
     "openhands": BackendCapabilities(
-        steer="the openhands backend does not take steering messages yet",
-        usage="the openhands backend does not report usage to taskwire yet",
+        steer=None,
+        steer_by_hook=True,  # a message joins the sub-conversation's history after its step in flight
+        usage=None,  # each model call of each lane, as it happens (the driver reads OpenHands' metrics)
         iterations=None,  # its spec's max_iterations is OpenHands' own max_iteration_per_run
     ),
 }

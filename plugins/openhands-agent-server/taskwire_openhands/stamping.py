@@ -169,6 +169,25 @@ class SubagentStamper:
         with self._lock:
             return {call_id: v.state for call_id, v in self._live.items() if v.state is not None}
 
+    def say(self, tool_call_id: str, text: str) -> str | None:
+        """Hand a person's message to the running sub-agent ``tool_call_id`` spawned: a user
+        message in its history, which its next model call reads (OpenHands holds the
+        conversation's state lock for a whole step, so this waits for the step in flight to end).
+        It is not reported through ``on_event`` (the caller records it). ``None`` when delivered,
+        else why not."""
+        from openhands.sdk.conversation.state import ConversationExecutionStatus
+        from openhands.sdk.event import MessageEvent
+        from openhands.sdk.llm import Message, TextContent
+
+        state = self.live().get(tool_call_id)
+        if state is None:
+            return "the sub-agent is not running"
+        with state:
+            if state.execution_status != ConversationExecutionStatus.RUNNING:
+                return f"the sub-agent is {state.execution_status.value}"
+            state.events.append(MessageEvent(source="user", llm_message=Message(role="user", content=[TextContent(text=text)])))
+        return None
+
     def pause(self, tool_call_id: str | None = None) -> None:
         """Pause running sub-agents between their steps (every one, or the one that call
         spawned): its ``task`` call then ends in error, "stopped without finishing"."""

@@ -22,8 +22,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...errors import BackendError, OpenHandsError
-from ...events import Usage
-from ...openhands.dispatch import ROOT, Action, Confirm, Emit, FinishLane, Lane, OpenHandsDispatcher, RunEnded, StartLane
+from ...events import LLMCall
+from ...openhands.dispatch import (
+    ROOT, Action, AddUsage, Confirm, Emit, FinishLane, Lane, OpenHandsDispatcher, RunEnded, StartLane)
 from ...openhands.protocol import Report
 from .openhands_process import OpenHandsProcess
 from .base import AgentHost, run_user_turns
@@ -75,7 +76,6 @@ class OpenHandsBackend:
         self._ready: asyncio.Future[None] | None = None
         self._run_end: asyncio.Future[RunEnded] | None = None
         self._failure: OpenHandsError | None = None
-        self._root_usage = Usage()
         self._closed = False
         self._asking: set[asyncio.Task[None]] = set()
         """Confirmations waiting for a person."""
@@ -145,6 +145,13 @@ class OpenHandsBackend:
     async def _stop_subagent(self, lane: str) -> None:
         """Pause one sub-conversation: it ends ``cancelled``, the parent reads that and goes on."""
         await self._send("stop_subagent", tool_call_id=lane)
+
+    async def _steer_subagent(self, lane: str, text: str) -> None:
+        """A person's message to one sub-conversation: OpenHands adds it to its history once
+        its step in flight ends, and its next model call reads it."""
+        if not self.dispatcher.lane_open(lane):
+            raise OpenHandsError("the sub-agent has ended", code="subagent_not_running")
+        await self._send("steer", tool_call_id=lane, text=text)
 
     async def _send(self, op: str, **fields: Any) -> None:
         if self._failure is not None:
@@ -225,12 +232,12 @@ class OpenHandsBackend:
                     agent={"kind": "openhands", "subagent_type": action.subagent_type},
                 )
                 child.stop_hook = functools.partial(self._stop_subagent, action.lane)
+                child.steer_hook = functools.partial(self._steer_subagent, action.lane)
             elif isinstance(action, FinishLane):
                 child = self._hosts.pop(action.lane, None)
                 parent = self._hosts.get(action.parent) or self._hosts[ROOT]
                 if child is not None:
-                    if action.usage is not None and action.usage.llm_calls:
-                        await child.add_usage(action.usage)
+                    # Its usage came call by call (``AddUsage``); an older driver's totals are not added again.
                     await parent.finish_subagent(child, status=action.status, result=action.result)
             elif isinstance(action, Emit):
                 host = self._hosts.get(action.lane)
@@ -242,8 +249,12 @@ class OpenHandsBackend:
                 task = asyncio.create_task(self._confirm(action), name="openhands confirmation")
                 self._asking.add(task)
                 task.add_done_callback(self._asking.discard)
+            elif isinstance(action, AddUsage):
+                host = self._hosts.get(action.lane)
+                if host is not None:
+                    provider, _, model = action.model.rpartition("/")
+                    await host.add_usage(action.usage, LLMCall(model=model or action.model, provider=provider or None))
             elif isinstance(action, RunEnded):
-                await self._count_root_usage(action.usage)
                 self._resolve(self._run_end, action)
 
     async def _confirm(self, action: Confirm) -> None:
@@ -265,14 +276,6 @@ class OpenHandsBackend:
         finally:
             with contextlib.suppress(OpenHandsError, OSError):
                 await self._send("answer", request=action.request, allow=allowed)
-
-    async def _count_root_usage(self, total: Usage | None) -> None:
-        # The driver reports the main agent's totals; the conversation's stats take the increase.
-        if total is None or total.llm_calls <= self._root_usage.llm_calls:
-            return
-        added = Usage(**{k: getattr(total, k) - getattr(self._root_usage, k) for k in Usage.model_fields})
-        self._root_usage = total
-        await self._hosts[ROOT].add_usage(added)
 
     # -- the end --------------------------------------------------------------------------
 
