@@ -1,9 +1,10 @@
-"""``kind: openhands`` reports each model call of each agent of the tree as it happens: counted
+"""``kind: openhands`` retries a model call as a provider needs, and reports each model call of each agent of the tree as it happens: counted
 in that agent's usage, priced from the table by the LiteLLM name's provider and model, summed up
 the tree; so a root's token and cost budgets hold an OpenHands tree too."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -75,3 +76,19 @@ async def test_a_cost_budget_on_an_unknown_model_is_refused_and_a_known_one_take
         agent["llm"]["model"] = MODEL
         taken = await oh.server.client.post("/api/conversations", json={"agent": agent, "run": False})
         assert taken.status_code == 201, taken.text
+
+
+async def test_a_reset_and_a_429_do_not_end_an_openhands_tree(tmp_path: Path) -> None:
+    # OpenHands retries through LiteLLM (num_retries = OH_LLM_MAX_RETRIES): before, the driver
+    # turned its retries off and one reset ended the tree.
+    async with openhands_server(tmp_path, "faults") as oh:
+        info = await create(oh.server, agent=oh.agent(), workspace=str(oh.workspace), initial_message="Go.")
+        done = await wait_for_status(oh.server.client, info["id"], {"finished", "error"}, timeout=LONG)
+        assert done["status"] == "finished", done
+        subagents = (await oh.server.client.get(f"/api/conversations/{info['id']}/subagents")).json()
+        assert [(s["description"], s["status"]) for s in subagents] == [("alpha", "completed")]
+        entries = [json.loads(line) for line in oh.log.read_text().splitlines() if line.strip()]
+        assert [e["fault"] or e["status"] for e in entries if e["lane"] == "main"][:2] == ["reset", 200]
+        sub = [e for e in entries if e["lane"] == "sub-a"]
+        assert [e["status"] for e in sub] == [429, 200]
+        assert sub[1]["at"] - sub[0]["at"] >= 1  # its Retry-After was honoured
