@@ -185,7 +185,10 @@ class SubagentStamper:
         with state:
             if state.execution_status != ConversationExecutionStatus.RUNNING:
                 return f"the sub-agent is {state.execution_status.value}"
-            state.events.append(MessageEvent(source="user", llm_message=Message(role="user", content=[TextContent(text=text)])))
+            # append_event, not events.append: it links the event into the history (HEAD) that
+            # the next request is built from.
+            message = Message(role="user", content=[TextContent(text=text)])
+            state.append_event(MessageEvent(source="user", llm_message=message))
         return None
 
     def pause(self, tool_call_id: str | None = None) -> None:
