@@ -137,6 +137,21 @@ class ServerProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.client = httpx.AsyncClient(base_url=self.url, timeout=30)
 
+    async def __aenter__(self) -> ServerProcess:
+        """Started; on exit, stopped (SIGTERM) and its client closed."""
+        try:
+            await self.start()
+        except BaseException:
+            await self.client.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        try:
+            await self.stop()
+        finally:
+            await self.client.aclose()
+
     async def start(self) -> None:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(

@@ -32,12 +32,8 @@ async def served(tmp_path: Path) -> AsyncIterator[ServerProcess]:
     """One server process with a session key (``KEY``)."""
     server = ServerProcess("server", tmp_path, server_env())
     server.client.headers["X-Session-API-Key"] = KEY
-    await server.start()
-    try:
+    async with server:
         yield server
-    finally:
-        await server.stop()
-        await server.client.aclose()
 
 
 def rss_mb(pid: int, field: str = "VmRSS") -> float:
