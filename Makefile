@@ -13,6 +13,9 @@ OPENHANDS_VENV := .venv-openhands
 OPENHANDS_STAMP := $(OPENHANDS_VENV)/.installed
 OPENHANDS_LOCK := plugins/openhands-agent-server/requirements-lock.txt
 OPENHANDS_PLUGIN := plugins/openhands-agent-server
+OPENHANDS_PREVIOUS_VENV := .venv-openhands-previous
+OPENHANDS_PREVIOUS_STAMP := $(OPENHANDS_PREVIOUS_VENV)/.installed
+OPENHANDS_PREVIOUS_LOCK := $(OPENHANDS_PLUGIN)/requirements-previous-lock.txt
 # Real clients written by others that the tests drive (ACP SDK, AG-UI), each pinned in its own lock file.
 CLIENT_STAMPS := clients/acp/node_modules/.installed clients/agui/node_modules/.installed
 DEMO_SCRIPT ?= config/demo/two_subagents.yaml
@@ -26,7 +29,7 @@ COMPAT_TESTS ?= tests/api --ignore=tests/api/test_openapi.py tests/bus tests/sto
 
 DIST ?= dist
 
-.PHONY: $(COMPAT_PYTHONS:%=test-py%) dist run test bench bench-peers setup peers clients acp-client agui-client phoenix openhands services browser clean
+.PHONY: $(COMPAT_PYTHONS:%=test-py%) dist run test bench bench-peers setup peers clients acp-client agui-client phoenix openhands openhands-previous services browser clean
 
 setup: $(VENV_STAMP)
 
@@ -71,6 +74,14 @@ openhands: $(OPENHANDS_STAMP)
 $(OPENHANDS_STAMP): $(OPENHANDS_LOCK) $(OPENHANDS_PLUGIN)/pyproject.toml
 	@scripts/openhands-venv.sh $(OPENHANDS_VENV) $(OPENHANDS_LOCK) $@ -e $(OPENHANDS_PLUGIN)
 
+# The release before (1.57.0) with the plugin, installed without its pins (as when OpenHands is
+# upgraded or downgraded under it): the test that the plugin, loaded into a release it was not
+# tested with, leaves that agent-server working and says why forwarding is off.
+openhands-previous: $(OPENHANDS_PREVIOUS_STAMP)
+
+$(OPENHANDS_PREVIOUS_STAMP): $(OPENHANDS_PREVIOUS_LOCK) $(OPENHANDS_PLUGIN)/pyproject.toml
+	@PIP_CHECK=0 scripts/openhands-venv.sh $(OPENHANDS_PREVIOUS_VENV) $(OPENHANDS_PREVIOUS_LOCK) $@ -e $(OPENHANDS_PLUGIN)
+
 services:
 	@scripts/ensure-services.sh
 
@@ -89,7 +100,7 @@ run: setup
 	OH_LLM_SCRIPT=$${OH_LLM_SCRIPT:-$(DEMO_SCRIPT)} \
 	$(VENV)/bin/taskwire serve
 
-test: setup peers clients phoenix openhands services browser
+test: setup peers clients phoenix openhands openhands-previous services browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory $(COMPAT_PYTHONS:%=test-py%)
 
@@ -112,4 +123,4 @@ bench-peers: setup
 	$(if $(filter langgraph,$(PEERS)),$(PY) bench/peers/langgraph.py $(BENCH_LANGGRAPH_ARGS))
 
 clean:
-	rm -rf $(DIST) $(VENV) $(COMPAT_PYTHONS:%=.venv-py%) $(PHOENIX_VENV) $(OPENHANDS_VENV) bench/peers/.venv-openhands bench/peers/.venv-langgraph peers/node_modules clients/*/node_modules workspace .pytest_cache
+	rm -rf $(DIST) $(VENV) $(COMPAT_PYTHONS:%=.venv-py%) $(PHOENIX_VENV) $(OPENHANDS_VENV) $(OPENHANDS_PREVIOUS_VENV) bench/peers/.venv-openhands bench/peers/.venv-langgraph peers/node_modules clients/*/node_modules workspace .pytest_cache

@@ -95,6 +95,18 @@ def need_openhands() -> str:
     return OPENHANDS_PYTHON
 
 
+OPENHANDS_PREVIOUS_PYTHON = str(Path(__file__).resolve().parents[1] / ".venv-openhands-previous/bin/python")
+
+
+def need_openhands_previous() -> str:
+    """The interpreter of the OpenHands release before the pinned one, with the plugin
+    (``make openhands-previous``); skips (fails in CI) without it."""
+    python = Path(OPENHANDS_PREVIOUS_PYTHON)
+    need(python.exists() and (python.parents[1] / ".installed").exists(),
+         f"no previous OpenHands release at {python} (run `make openhands-previous`; it needs Python 3.12)")
+    return OPENHANDS_PREVIOUS_PYTHON
+
+
 def need_redis() -> None:
     need(redis_available(), f"Redis does not answer at {REDIS_URL} (run `make services`)")
 

@@ -67,10 +67,12 @@ def server_environment(folder: Path, forward: str | None, config: dict[str, Any]
 
 @asynccontextmanager
 async def agent_server(folder: Path, *, forward: str | None = "true", plugin: bool = True,
-                       config: dict[str, Any] | None = None, **extra_env: str) -> AsyncIterator[AgentServer]:
+                       config: dict[str, Any] | None = None, python: str | None = None,
+                       **extra_env: str) -> AsyncIterator[AgentServer]:
     """``python -m openhands.agent_server`` in ``folder`` (``--import-modules taskwire_openhands``
-    with ``plugin``), answering; stopped with SIGTERM (then SIGKILL) at the end."""
-    python = need_openhands()
+    with ``plugin``), answering; stopped with SIGTERM (then SIGKILL) at the end. ``python``: another
+    OpenHands venv's interpreter than the pinned release's."""
+    python = python or need_openhands()
     folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
     argv = [python, "-m", "openhands.agent_server", "--host", "127.0.0.1", "--port", str(port)]

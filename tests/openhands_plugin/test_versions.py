@@ -1,6 +1,7 @@
 """Safe across OpenHands versions: what the plugin relies on inside OpenHands holds in the pinned
-release (and a moved piece is named); loaded into another release, or with a flag it cannot
-read, the agent-server runs as without the plugin and its log says why, once."""
+release (and a moved piece is named); loaded into another release (the real one before it,
+1.57.0), or with a flag it cannot read, the agent-server runs as without the plugin and its log
+says why, once."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from tests.openhands_plugin.agent_server import agent_server, run_watched, stamped, start_conversation
 from tests.openhands_plugin.helpers import mock_llm, openhands_env, workspace_with_agents
-from tests.services import need_openhands
+from tests.services import need_openhands, need_openhands_previous
 
 OFF = "taskwire-openhands 0.1.0: sub-agent forwarding is off: "
 
@@ -53,25 +54,28 @@ event_service.EventService.__dataclass_fields__.pop("_pub_sub")
                                  "moved: EventService._pub_sub is a PubSub field"]
 
 
-def another_release(folder: Path) -> Path:
-    """A folder that, first on ``PYTHONPATH``, makes the installed agent-server report 1.99.0."""
-    info = folder / "openhands_agent_server-1.99.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: openhands-agent-server\nVersion: 1.99.0\n")
-    return folder
+PREVIOUS = "1.57.0"
 
 
 async def test_on_another_release_the_server_works_and_says_once_why_forwarding_is_off(tmp_path: Path) -> None:
-    path = another_release(tmp_path / "release")
-    async with mock_llm(tmp_path, "parallel") as llm, agent_server(tmp_path / "server", PYTHONPATH=str(path)) as server:
+    # The real release before the pinned one (make openhands-previous), the plugin installed
+    # beside it without its pins, as after an upgrade or a downgrade of OpenHands under it.
+    python = need_openhands_previous()
+    async with mock_llm(tmp_path, "parallel") as llm, agent_server(tmp_path / "server", python=python) as server:
         conversation = await start_conversation(server, llm.url, workspace_with_agents(tmp_path / "ws"))
         frames = await run_watched(server, conversation)
+        events = await server.client.get(f"/api/conversations/{conversation}/events/search", params={"limit": 100})
         search = await server.client.get(f"/api/conversations/{conversation}/subagent_events/search")
         log = server.log_messages()
+    # It ran its tree to the end, its sub-agents too (their results are in the parent's
+    # history), and nothing was stamped or added.
     assert frames[-1]["value"] == "finished" and not stamped(frames)
+    results = [e for e in events.json()["items"] if e["kind"] == "ObservationEvent" and e.get("tool_name") == "task"]
+    assert len(results) == 3 and not any(r["observation"].get("is_error") for r in results), results
     assert search.status_code == 404
-    assert [m for m in log if "taskwire-openhands" in m] == [
-        OFF + "openhands-agent-server is 1.99.0, this plugin was tested with 1.58.2 only"]
+    assert [m for m in log if "taskwire-openhands" in m] == [OFF + "; ".join(
+        f"{name} is {PREVIOUS}, this plugin was tested with 1.58.2 only"
+        for name in ("openhands-agent-server", "openhands-sdk", "openhands-tools"))]
 
 
 async def test_a_flag_it_cannot_read_leaves_forwarding_off_and_says_so_once(tmp_path: Path) -> None:
