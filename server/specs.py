@@ -72,14 +72,14 @@ class LLMSpec(_Spec):
     """For ``scripted``: a path or inline YAML (see docs/scripted-llm.md)."""
     pace: float | None = Field(default=None, ge=0, le=10)
     """For ``scripted``: every turn waits at least this many seconds (demos a person watches)."""
-    max_retries: int | None = Field(default=None, ge=0, le=100)
+    max_retries: Annotated[int, Field(ge=0, le=100), BeforeValidator(_integral)] | None = None
     """Times a call is retried after a transient failure; default ``OH_LLM_MAX_RETRIES``."""
     retry_max_seconds: float | None = Field(default=None, gt=0, le=86_400)
     """A call stops retrying this long after it started; default ``OH_LLM_RETRY_MAX_SECONDS``."""
     stall_timeout: float | None = Field(default=None, gt=0, le=3_600)
     """Seconds without a byte of the answer before the attempt is retried; default
     ``OH_LLM_STALL_TIMEOUT``."""
-    max_concurrency: int | None = Field(default=None, ge=1, le=10_000)
+    max_concurrency: Annotated[int, Field(ge=1, le=10_000), BeforeValidator(_integral)] | None = None
     """Requests open at once to this provider, shared by the whole server (the first agent to
     call a provider sets its cap); default ``OH_LLM_MAX_CONCURRENCY``."""
 

@@ -263,7 +263,7 @@ async def test_two_servers_in_one_process_keep_their_rate_limits_apart(tmp_path:
 
 @pytest.mark.parametrize("field, value", [
     ("max_retries", -1), ("max_retries", 101), ("retry_max_seconds", 0), ("stall_timeout", 0), ("max_concurrency", 0),
-    ("max_retries", "3"), ("stall_timeout", True),
+    ("max_retries", "3"), ("stall_timeout", True), ("max_retries", 2.5), ("max_concurrency", 1.5),
 ])
 async def test_a_retry_setting_out_of_range_is_a_422_naming_it(field: str, value: Any, tmp_path: Path) -> None:
     async with taskwire_server(isolated_settings(tmp_path)) as server:
@@ -271,3 +271,16 @@ async def test_a_retry_setting_out_of_range_is_a_422_naming_it(field: str, value
         response = await server.client.post("/api/conversations", json={"agent": agent, "initial_message": "Go."})
     assert response.status_code == 422, response.text
     assert field in response.text
+
+
+async def test_whole_numbers_written_as_floats_are_taken(tmp_path: Path) -> None:
+    # JSON Schema counts 37.0 as an integer (Schemathesis sent one): the settings take it as 37.
+    async with taskwire_server(isolated_settings(tmp_path)) as server:
+        llm = {"api": "openai", "model": "m", "max_retries": 37.0, "max_concurrency": 2.0, "stall_timeout": 5,
+               "retry_max_seconds": 60}
+        response = await server.client.post("/api/conversations", json={
+            "agent": {"kind": "native", "llm": llm}, "initial_message": "Go.", "run": False})
+        assert response.status_code == 201, response.text
+        stored = (await server.client.get(f"/api/conversations/{response.json()['id']}")).json()["agent"]["llm"]
+    assert (stored["max_retries"], stored["max_concurrency"]) == (37, 2)
+    assert isinstance(stored["max_retries"], int) and isinstance(stored["max_concurrency"], int)
